@@ -1,0 +1,135 @@
+// extern "C" entry points of the core: every exception stops here and
+// becomes -1 plus a message.
+#include <new>
+#include <utility>
+
+#include "db_core.h"
+#include "options.hh"
+#include "plan.hh"
+#include "text.hh"
+
+namespace {
+
+template <typename F>
+int guarded(char *err, size_t errlen, F &&f) noexcept {
+    try {
+        f();
+        return 0;
+    } catch (const db::Error &e) {
+        db::copy_out(e.what(), err, errlen);
+    } catch (const std::bad_alloc &) {
+        db::copy_out("out of memory", err, errlen);
+    } catch (const std::exception &e) {
+        db::copy_out(std::string("internal error: ") + e.what(), err, errlen);
+    } catch (...) {
+        db::copy_out("internal error", err, errlen);
+    }
+    return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *db_mode_name(int mode) {
+    switch (mode) {
+    case DB_MODE_OFF: return "off";
+    case DB_MODE_RANK: return "rank";
+    case DB_MODE_ISOLATE: return "isolate";
+    case DB_MODE_CLOSEST: return "closest";
+    case DB_MODE_ENV: return "env";
+    default: return "unset";
+    }
+}
+
+int db_request_parse(const char *value, db_request *out, char *err, size_t errlen) {
+    return guarded(err, errlen, [&] { *out = db::parse_request(value ? value : "", "--dist-bind"); });
+}
+
+int db_config_parse(int argc, const char *const *argv, db_config *out, char *err, size_t errlen) {
+    *out = db::default_config();
+    return guarded(err, errlen, [&] { *out = db::parse_config(argc, argv); });
+}
+
+db_request db_effective(const db_config *cfg, const db_request *user) {
+    if (user && user->mode != DB_MODE_UNSET) return *user;
+    db_request r = cfg->def;
+    if (r.mode == DB_MODE_UNSET) r.mode = DB_MODE_OFF;
+    return r;
+}
+
+int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env) {
+    if (eff->mode == DB_MODE_OFF || eff->mode == DB_MODE_UNSET) return 0;
+    const char *user = db::env_get(env, "MASTER_ADDR");
+    if (user && *user) return 0;
+    return cfg->addr_kind == DB_ADDR_NODEADDR || db::distribution_is_arbitrary(db::env_get(env, "SLURM_DISTRIBUTION"));
+}
+
+int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out,
+                          size_t outlen, char *err, size_t errlen) {
+    return guarded(err, errlen, [&] {
+        std::string s = db::format_master_addr(*cfg, node_name ? node_name : "", node_addr);
+        if (s.size() >= outlen) throw db::Error("MASTER_ADDR \"" + s + "\" is too long");
+        db::copy_out(s, out, outlen);
+    });
+}
+
+int db_hostlist_nth(const char *hostlist, size_t index, char *out, size_t outlen, char *err, size_t errlen) {
+    return guarded(err, errlen, [&] {
+        std::string s = db::hostlist_nth(hostlist ? hostlist : "", index);
+        if (s.size() >= outlen) throw db::Error("host name \"" + s + "\" is too long");
+        db::copy_out(s, out, outlen);
+    });
+}
+
+int db_node_plan_new(const db_config *cfg, const db_request *eff, const db_node_input *in, db_node_plan **out,
+                     char *err, size_t errlen) {
+    *out = nullptr;
+    return guarded(err, errlen, [&] {
+        db::NodePlan plan = db::plan_node(*cfg, *eff, *in);
+        auto *p = new db_node_plan();
+        static_cast<db::NodePlan &>(*p) = std::move(plan);
+        *out = p;
+    });
+}
+
+int db_node_plan_active(const db_node_plan *np) { return np && np->active; }
+
+const char *db_node_plan_skip_reason(const db_node_plan *np) {
+    if (!np) return "no plan";
+    return np->active ? nullptr : np->skip_reason.c_str();
+}
+
+void db_node_plan_free(db_node_plan *np) { delete np; }
+
+int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err,
+                     size_t errlen) {
+    *out = nullptr;
+    return guarded(err, errlen, [&] {
+        db::TaskPlan plan = db::plan_task(*np, *in);
+        auto *p = new db_task_plan();
+        static_cast<db::TaskPlan &>(*p) = std::move(plan);
+        *out = p;
+    });
+}
+
+size_t db_task_plan_count(const db_task_plan *tp) { return tp ? tp->set.size() + tp->unset.size() : 0; }
+
+const char *db_task_plan_name(const db_task_plan *tp, size_t i) {
+    if (!tp) return nullptr;
+    if (i < tp->set.size()) return tp->set[i].first.c_str();
+    i -= tp->set.size();
+    return i < tp->unset.size() ? tp->unset[i].c_str() : nullptr;
+}
+
+const char *db_task_plan_value(const db_task_plan *tp, size_t i) {
+    return tp && i < tp->set.size() ? tp->set[i].second.c_str() : nullptr;
+}
+
+const char *db_task_plan_verbose(const db_task_plan *tp) {
+    return tp && !tp->verbose.empty() ? tp->verbose.c_str() : nullptr;
+}
+
+void db_task_plan_free(db_task_plan *tp) { delete tp; }
+
+}  // extern "C"

@@ -1,0 +1,139 @@
+/*
+ * dist-bind core: the C boundary between the SPANK glue (spank/) and the
+ * C++17 planning code (lib/core/).
+ *
+ * Everything here is pure: no Slurm calls, no environment access, no I/O.
+ * The glue takes a snapshot of what Slurm said (items and environment),
+ * passes it in, and writes the variables that come back.  Every function
+ * returns 0 on success and -1 on error, with one message in `err` that
+ * names what was wrong (variable, value, what was expected).  No function
+ * throws or aborts; allocation failure is reported as an error.
+ */
+#ifndef DIST_BIND_CORE_H
+#define DIST_BIND_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DB_ERRLEN 512
+
+enum db_mode {
+    DB_MODE_UNSET = 0, /* not given: the admin's default applies */
+    DB_MODE_OFF,
+    DB_MODE_RANK,
+    DB_MODE_ISOLATE,
+    DB_MODE_CLOSEST,
+    DB_MODE_ENV,
+};
+
+/* A parsed --dist-bind value (or the admin's default=). */
+typedef struct db_request {
+    int mode;       /* enum db_mode */
+    int verbose;    /* 0/1 */
+    int share;      /* 0/1 */
+    unsigned port;  /* 0 = not given */
+} db_request;
+
+enum db_addr_kind {
+    DB_ADDR_NAME = 0, /* rank 0's node name */
+    DB_ADDR_SUFFIX,   /* node name + suffix (e.g. an InfiniBand alias) */
+    DB_ADDR_NODEADDR, /* the node's NodeAddr, as slurmctld knows it */
+};
+
+#define DB_SUFFIX_MAX 64
+
+/* The plugstack.conf arguments. */
+typedef struct db_config {
+    db_request def;    /* default=MODE */
+    unsigned port_lo;  /* ports=LO-HI */
+    unsigned port_hi;
+    int addr_kind;     /* master_addr= */
+    char addr_suffix[DB_SUFFIX_MAX];
+} db_config;
+
+/* Variable srun uses to hand rank 0's address to the nodes when they cannot
+ * work it out themselves (arbitrary distribution, master_addr=addr).  It is
+ * removed from every task's environment. */
+#define DB_RANK0_HINT "DIST_BIND_RANK0_ADDR"
+
+const char *db_mode_name(int mode);
+
+/* Parse a --dist-bind value; NULL or "" means no value (mode rank).
+ * `*out` is written only on success. */
+int db_request_parse(const char *value, db_request *out, char *err, size_t errlen);
+
+/* Parse plugstack.conf arguments (key=value ...); unknown keys are errors.
+ * `*out` is always initialised (to the defaults on error). */
+int db_config_parse(int argc, const char *const *argv, db_config *out,
+                    char *err, size_t errlen);
+
+/* What applies to a step: the user's request if the option was given
+ * (`user` non-NULL), else the admin's default. Never returns mode UNSET. */
+db_request db_effective(const db_config *cfg, const db_request *user);
+
+/* Does srun have to look up rank 0's address for this step (because the
+ * nodes cannot)?  `env` is srun's environment (NAME=VALUE, NULL-ended). */
+int db_srun_needs_rank0(const db_config *cfg, const db_request *eff,
+                        const char *const *env);
+
+/* Format MASTER_ADDR from rank 0's node name (and NodeAddr where the config
+ * asks for it; may be NULL otherwise). */
+int db_format_master_addr(const db_config *cfg, const char *node_name,
+                          const char *node_addr, char *out, size_t outlen,
+                          char *err, size_t errlen);
+
+/* Host at position `index` of a Slurm hostlist ("node[1-3,7],gpu[01-02]"). */
+int db_hostlist_nth(const char *hostlist, size_t index, char *out,
+                    size_t outlen, char *err, size_t errlen);
+
+/* What the glue knows once per node and step (slurmstepd, user_init). */
+typedef struct db_node_input {
+    uint32_t job_id;
+    uint32_t step_id;
+    uint32_t nnodes;
+    uint32_t node_id;
+    uint32_t ntasks;        /* tasks in the step */
+    uint32_t local_ntasks;  /* tasks of the step on this node */
+    const char *const *env; /* the step's environment here, NAME=VALUE, NULL-ended */
+} db_node_input;
+
+/* What the glue knows per task (slurmstepd, task_init). */
+typedef struct db_task_input {
+    uint32_t global_rank;
+    uint32_t local_rank;
+    const char *const *env; /* the task's final environment */
+} db_task_input;
+
+typedef struct db_node_plan db_node_plan;
+typedef struct db_task_plan db_task_plan;
+
+/* The node's share of the plan.  On success *out is set; a plan may be
+ * inactive (mode off, batch/extern/interactive step), then tasks get
+ * nothing. */
+int db_node_plan_new(const db_config *cfg, const db_request *eff,
+                     const db_node_input *in, db_node_plan **out,
+                     char *err, size_t errlen);
+int db_node_plan_active(const db_node_plan *np);
+/* Why the plan is inactive, or NULL. */
+const char *db_node_plan_skip_reason(const db_node_plan *np);
+void db_node_plan_free(db_node_plan *np);
+
+/* The variables for one task. */
+int db_task_plan_new(const db_node_plan *np, const db_task_input *in,
+                     db_task_plan **out, char *err, size_t errlen);
+size_t db_task_plan_count(const db_task_plan *tp);
+const char *db_task_plan_name(const db_task_plan *tp, size_t i);
+/* NULL means: unset this variable. */
+const char *db_task_plan_value(const db_task_plan *tp, size_t i);
+/* The verbose line (without trailing newline), or NULL when not verbose. */
+const char *db_task_plan_verbose(const db_task_plan *tp);
+void db_task_plan_free(db_task_plan *tp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

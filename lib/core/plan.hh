@@ -1,0 +1,58 @@
+// The plan: from a snapshot of what Slurm said, the user's request and the
+// admin's config, to the variables each task gets.  Computed in two parts:
+// once per node and step (rank variables common to the node, MASTER_*,
+// the step's GPU lists, the task-count check) and once per task (its own
+// GPUs and the lists it sees).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db_core.h"
+
+namespace db {
+
+// One GPU list variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
+// ...) with the step's GPUs on this node, in Slurm's order.
+struct GpuVar {
+    std::string name;
+    std::vector<std::string> step;
+};
+
+struct NodePlan {
+    bool active = false;
+    std::string skip_reason;
+
+    db_request req{};
+    uint32_t job_id = 0, step_id = 0, nnodes = 0, node_id = 0, ntasks = 0, local_ntasks = 0;
+    std::string host;  // this node's name, for messages
+
+    std::string master_addr, master_addr_from;
+    std::string master_port, master_port_from;
+
+    // Empty: no GPUs in the step on this node (or none handled in this mode).
+    // [0] is the primary list; the others are rewritten to match it.
+    std::vector<GpuVar> gpus;
+
+    std::vector<std::string> notes;  // for the verbose line
+};
+
+struct TaskPlan {
+    std::vector<std::pair<std::string, std::string>> set;
+    std::vector<std::string> unset;
+    std::string verbose;  // empty unless verbose
+};
+
+NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
+TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
+
+// MASTER_PORT from the admin's range when nothing else gives one: distinct
+// for consecutive step ids of one job, spread over jobs.
+unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id);
+
+}  // namespace db
+
+// The C handles are the C++ plans themselves.
+struct db_node_plan : db::NodePlan {};
+struct db_task_plan : db::TaskPlan {};

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian packages dist-bind needs to build and test, if missing.
+# As root only; otherwise list what is missing and carry on.
+set -euo pipefail
+pkgs=(
+  g++ make pkg-config check            # build, unit tests
+  libslurm-dev libpmi2-0-dev libpmix-dev  # spank.h, slurm.h, PMI2, PMIx
+  slurmctld slurmd slurm-client munge  # the lab
+  hwloc libhwloc-dev                   # topology (closest)
+  python3-torch                        # the real client
+  iproute2 util-linux                  # ss, unshare
+)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing Debian packages (install as root): ${missing[*]}" >&2
+    exit 0
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,121 @@
+/*
+ * dist-bind SPANK plugin: entry points and option handling.
+ *
+ * Each context gets its own file: local.c (srun, before launch) and
+ * remote.c (slurmstepd, per node and per task).  This file registers
+ * --dist-bind everywhere, parses the plugstack.conf arguments, and rejects
+ * a bad option value in srun/salloc/sbatch before anything is allocated.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "glue.h"
+
+SPANK_PLUGIN(dist_bind, 1);
+
+struct db_glue db_glue;
+
+static int opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option db_options[] = {
+    {"dist-bind", "[MODE][,MODIFIER...]",
+     "[dist-bind] Give every task RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT "
+     "and a CUDA_VISIBLE_DEVICES in which device LOCAL_RANK is its own GPU. "
+     "MODE: rank (default), isolate, closest, env, off. "
+     "MODIFIER: verbose, share, port=N.",
+     2, 0, opt_cb},
+    SPANK_OPTIONS_TABLE_END,
+};
+
+static int user_context(void) {
+    spank_context_t c = spank_context();
+    return c == S_CTX_LOCAL || c == S_CTX_ALLOCATOR;
+}
+
+/* Called once per option occurrence, and again on the node side: keep it
+ * idempotent.  In srun/salloc/sbatch a bad value is refused here, which
+ * makes the command fail before any allocation whether the plugin is
+ * required or optional. */
+static int opt_cb(int val, const char *optarg, int remote) {
+    const char *v = optarg ? optarg : "";
+    (void)val;
+    (void)remote;
+    db_glue.opt_given = 1;
+    if (strlen(v) >= DB_OPT_MAX) {
+        db_glue.opt_ok = 0;
+        snprintf(db_glue.opt_err, sizeof db_glue.opt_err,
+                 "--dist-bind: value of %zu characters is too long", strlen(v));
+    } else {
+        db_glue.opt_ok = db_request_parse(v, &db_glue.opt, db_glue.opt_err, sizeof db_glue.opt_err) == 0;
+    }
+    if (!user_context()) return 0; /* slurmstepd reports in user_init */
+    if (!db_glue.cfg_ok) {
+        slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
+        return -1;
+    }
+    if (!db_glue.opt_ok) {
+        slurm_error(DB_PREFIX "%s", db_glue.opt_err);
+        return -1;
+    }
+    return 0;
+}
+
+db_request db_glue_effective(void) {
+    return db_effective(&db_glue.cfg, db_glue.opt_given ? &db_glue.opt : NULL);
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av) {
+    spank_context_t c = spank_context();
+    int rc = 0;
+
+    db_glue.cfg_ok = db_config_parse(ac, (const char *const *)av, &db_glue.cfg, db_glue.cfg_err,
+                                     sizeof db_glue.cfg_err) == 0;
+    if (!db_glue.cfg_ok) {
+        slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
+        rc = -1;
+    }
+    if (c == S_CTX_LOCAL || c == S_CTX_REMOTE || c == S_CTX_ALLOCATOR) {
+        if (spank_option_register(sp, &db_options[0]) != ESPANK_SUCCESS) {
+            slurm_error(DB_PREFIX "cannot register --dist-bind");
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
+    (void)sp;
+    (void)ac;
+    (void)av;
+    /* A bad plugstack.conf fails the command here when the plugin is
+     * required; the option callback already refused --dist-bind. */
+    if (user_context() && !db_glue.cfg_ok) return -1;
+    return 0;
+}
+
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
+    (void)ac;
+    (void)av;
+    return db_local_user_init(sp);
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av) {
+    (void)ac;
+    (void)av;
+    if (!spank_remote(sp)) return 0;
+    return db_remote_user_init(sp);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+    (void)ac;
+    (void)av;
+    if (!spank_remote(sp)) return 0;
+    return db_remote_task_init(sp);
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av) {
+    (void)ac;
+    (void)av;
+    if (spank_remote(sp)) db_remote_exit();
+    return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * srun side, after the step exists and before launch.  For the two cases
+ * where the nodes cannot tell rank 0's address themselves (arbitrary
+ * distribution; master_addr=addr), srun asks slurmctld once per step and
+ * hands the answer to the tasks through its environment, which srun merges
+ * into the step's after this callback.
+ *
+ * The Slurm API is looked up with dlsym: srun always has libslurm loaded,
+ * and the plugin does not link against it (slurmstepd loads it too).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+
+#include "glue.h"
+
+extern char **environ;
+
+typedef slurm_step_layout_t *(*layout_get_f)(slurm_step_id_t *);
+typedef void (*layout_destroy_f)(slurm_step_layout_t *);
+typedef int (*load_node_f)(node_info_msg_t **, char *, uint16_t);
+typedef void (*free_node_f)(node_info_msg_t *);
+
+static void *api(const char *name) {
+    void *f = dlsym(RTLD_DEFAULT, name);
+    if (!f) slurm_error(DB_PREFIX "Slurm API %s not found in this process", name);
+    return f;
+}
+
+/* Index of the node that runs task 0, or -1. */
+static int rank0_node(uint32_t job, uint32_t step, char *nodelist, size_t len) {
+    layout_get_f get = (layout_get_f)api("slurm_job_step_layout_get");
+    layout_destroy_f destroy = (layout_destroy_f)api("slurm_step_layout_destroy");
+    slurm_step_id_t id;
+    slurm_step_layout_t *l;
+    int node = -1;
+    uint32_t n, t;
+
+    if (!get || !destroy) return -1;
+    memset(&id, 0, sizeof id);
+    id.job_id = job;
+    id.step_id = step;
+    id.step_het_comp = NO_VAL;
+    l = get(&id);
+    if (!l) {
+        slurm_error(DB_PREFIX "cannot get the layout of step %u.%u from slurmctld", job, step);
+        return -1;
+    }
+    for (n = 0; n < l->node_cnt && node < 0; n++)
+        for (t = 0; l->tids && l->tids[n] && t < l->tasks[n]; t++)
+            if (l->tids[n][t] == 0) node = (int)n;
+    if (l->node_list && strlen(l->node_list) < len)
+        strcpy(nodelist, l->node_list);
+    else
+        node = -1;
+    destroy(l);
+    if (node < 0) slurm_error(DB_PREFIX "task 0 not found in the layout of step %u.%u", job, step);
+    return node;
+}
+
+static int node_addr(const char *name, char *out, size_t len) {
+    load_node_f load = (load_node_f)api("slurm_load_node_single");
+    free_node_f release = (free_node_f)api("slurm_free_node_info_msg");
+    node_info_msg_t *msg = NULL;
+    int rc = -1;
+
+    if (!load || !release) return -1;
+    if (load(&msg, (char *)name, SHOW_ALL) != 0 || !msg || msg->record_count < 1) {
+        slurm_error(DB_PREFIX "cannot get NodeAddr of node %s from slurmctld", name);
+    } else if (!msg->node_array[0].node_addr || strlen(msg->node_array[0].node_addr) >= len) {
+        slurm_error(DB_PREFIX "node %s has no usable NodeAddr", name);
+    } else {
+        strcpy(out, msg->node_array[0].node_addr);
+        rc = 0;
+    }
+    if (msg) release(msg);
+    return rc;
+}
+
+int db_local_user_init(spank_t sp) {
+    char err[DB_ERRLEN], nodes[4096], name[256], addr[256], value[512];
+    uint32_t job = 0, step = 0;
+    db_request eff;
+    int node;
+
+    if (!db_glue.cfg_ok) return -1;
+    eff = db_glue_effective();
+    if (!db_srun_needs_rank0(&db_glue.cfg, &eff, (const char *const *)environ)) return 0;
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+        slurm_error(DB_PREFIX "cannot read the job and step id in srun");
+        return -1;
+    }
+    /* The step's layout names rank 0's node also for arbitrary
+     * distributions, and for steps on part of the allocation. */
+    if ((node = rank0_node(job, step, nodes, sizeof nodes)) < 0) return -1;
+    if (db_hostlist_nth(nodes, (size_t)node, name, sizeof name, err, sizeof err) != 0) {
+        slurm_error(DB_PREFIX "%s", err);
+        return -1;
+    }
+    addr[0] = '\0';
+    if (db_glue.cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(name, addr, sizeof addr) != 0) return -1;
+    if (db_format_master_addr(&db_glue.cfg, name, addr, value, sizeof value, err, sizeof err) != 0) {
+        slurm_error(DB_PREFIX "%s", err);
+        return -1;
+    }
+    if (setenv(DB_RANK0_HINT, value, 1) != 0) {
+        slurm_error(DB_PREFIX "cannot set %s in srun", DB_RANK0_HINT);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,118 @@
+/*
+ * slurmstepd side.  user_init (once per node, before any task is forked)
+ * takes the step-level snapshot and computes the node's plan; task_init (in
+ * each task's process, just before exec) computes and writes that task's
+ * variables.  Tasks inherit the node plan through fork.
+ */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "glue.h"
+
+static const char *const *job_env(spank_t sp) {
+    char **env = NULL;
+    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) return NULL;
+    return (const char *const *)env;
+}
+
+static int get_u32(spank_t sp, spank_item_t item, const char *name, uint32_t *out) {
+    spank_err_t e = spank_get_item(sp, item, out);
+    if (e != ESPANK_SUCCESS) {
+        slurm_error(DB_PREFIX "cannot read %s from Slurm: %s", name, spank_strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+int db_remote_user_init(spank_t sp) {
+    char err[DB_ERRLEN];
+    db_request eff;
+    db_node_input in = {0};
+
+    db_remote_exit(); /* a fresh plan per step */
+    if (!db_glue.opt_given && !db_glue.cfg_ok) return 0; /* nothing asked; error already logged */
+    if (!db_glue.cfg_ok) {
+        slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
+        goto fail;
+    }
+    if (db_glue.opt_given && !db_glue.opt_ok) {
+        slurm_error(DB_PREFIX "%s", db_glue.opt_err);
+        goto fail;
+    }
+    eff = db_glue_effective();
+    if (eff.mode == DB_MODE_OFF) return 0;
+
+    if (get_u32(sp, S_JOB_ID, "S_JOB_ID", &in.job_id) || get_u32(sp, S_JOB_STEPID, "S_JOB_STEPID", &in.step_id) ||
+        get_u32(sp, S_JOB_NNODES, "S_JOB_NNODES", &in.nnodes) ||
+        get_u32(sp, S_JOB_NODEID, "S_JOB_NODEID", &in.node_id) ||
+        get_u32(sp, S_JOB_TOTAL_TASK_COUNT, "S_JOB_TOTAL_TASK_COUNT", &in.ntasks) ||
+        get_u32(sp, S_JOB_LOCAL_TASK_COUNT, "S_JOB_LOCAL_TASK_COUNT", &in.local_ntasks))
+        goto fail;
+    in.env = job_env(sp);
+    if (db_node_plan_new(&db_glue.cfg, &eff, &in, &db_glue.node, err, sizeof err) != 0) {
+        slurm_error(DB_PREFIX "%s", err);
+        goto fail;
+    }
+    if (!db_node_plan_active(db_glue.node))
+        slurm_debug(DB_PREFIX "inactive: %s", db_node_plan_skip_reason(db_glue.node));
+    return 0;
+fail:
+    db_glue.node_failed = 1;
+    return -1;
+}
+
+/* A task whose mapping failed must not run: an optional plugin's error
+ * would otherwise be ignored by Slurm and the task would start with GPUs
+ * nobody chose.  This runs in the task's own process, just before exec,
+ * where slurmstepd itself would _exit(1) for a required plugin. */
+static int fail_task(void) {
+    _exit(1);
+    return -1;
+}
+
+int db_remote_task_init(spank_t sp) {
+    char err[DB_ERRLEN];
+    db_task_input in = {0};
+    db_task_plan *tp = NULL;
+    size_t i, n;
+    int rc = -1;
+
+    if (db_glue.node_failed) return fail_task();
+    if (!db_node_plan_active(db_glue.node)) return 0;
+
+    if (get_u32(sp, S_TASK_GLOBAL_ID, "S_TASK_GLOBAL_ID", &in.global_rank)) return fail_task();
+    {
+        int local = -1;
+        if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local < 0) {
+            slurm_error(DB_PREFIX "cannot read S_TASK_ID from Slurm");
+            return fail_task();
+        }
+        in.local_rank = (uint32_t)local;
+    }
+    in.env = job_env(sp);
+    if (db_task_plan_new(db_glue.node, &in, &tp, err, sizeof err) != 0) {
+        slurm_error(DB_PREFIX "%s", err);
+        return fail_task();
+    }
+    n = db_task_plan_count(tp);
+    for (i = 0; i < n; i++) {
+        const char *name = db_task_plan_name(tp, i);
+        const char *value = db_task_plan_value(tp, i);
+        spank_err_t e = value ? spank_setenv(sp, name, value, 1) : spank_unsetenv(sp, name);
+        if (e != ESPANK_SUCCESS) {
+            slurm_error(DB_PREFIX "cannot set %s: %s", name, spank_strerror(e));
+            goto out;
+        }
+    }
+    if (db_task_plan_verbose(tp)) slurm_spank_log("%s", db_task_plan_verbose(tp));
+    rc = 0;
+out:
+    db_task_plan_free(tp);
+    return rc == 0 ? 0 : fail_task();
+}
+
+void db_remote_exit(void) {
+    db_node_plan_free(db_glue.node);
+    db_glue.node = NULL;
+    db_glue.node_failed = 0;
+}

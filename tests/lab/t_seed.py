@@ -1,0 +1,32 @@
+#!/usr/bin/python3
+"""The seed job: srun -N2 -n5 --gpus-per-task=1 --dist-bind, against the same
+job without it."""
+import sys
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from labkit import Lab, Test, check_mapping, bound_own, union_gpus, resolve
+
+t = Test("seed")
+with Lab() as lab:
+    job = "-N2 -n5 --gpus-per-task=1"
+    base = lab.table(job)
+    t.eq(len(base), 5, "5 tasks without --dist-bind")
+    # The bug being fixed: without dist-bind, set_device(SLURM_LOCALID)
+    # points at no GPU for every local rank above 0.
+    broken = sorted(r for r, b in base.items() if resolve(b, int(b["SLURM_LOCALID"])) is None)
+    t.eq(broken, [1, 2, 4], "without dist-bind, device SLURM_LOCALID does not exist for ranks 1, 2, 4")
+    t.eq({r: b["RANK"] for r, b in base.items()}, {r: None for r in range(5)}, "no RANK without dist-bind")
+
+    fixed = lab.table(job + " --dist-bind")
+    t.eq(len(fixed), 5, "5 tasks with --dist-bind")
+    check_mapping(t, base, fixed, "rank", bound_own(base), union_gpus(base))
+    t.eq([f["LOCAL_WORLD_SIZE"] for _, f in sorted(fixed.items())], ["3", "3", "3", "2", "2"],
+         "LOCAL_WORLD_SIZE 3 and 2")
+
+    # verbose: one line per task on stderr naming rank, host, GPUs.
+    r = lab.srun(job + " --dist-bind=verbose", ["true"])
+    lines = [l for l in r.stderr.splitlines() if l.startswith("dist-bind: rank=")]
+    t.eq(r.returncode, 0, "verbose run succeeds")
+    t.eq(len(lines), 5, "one verbose line per task")
+    t.ok(any("rank=3/5 host=node2 local_rank=0/2 gpus=0 visible=0,1 device=0 mode=rank" in l for l in lines),
+         "verbose line of rank 3 names host, local rank, GPUs, visible list: %s" % lines[:1])
+t.done()
