@@ -33,8 +33,13 @@ CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 PLUGIN     := $(B)/spank_dist_bind.so
 
-.PHONY: all check unit lab demo bench install deps clean
-all: $(PLUGIN)
+# Components add to these from their own build.mk (included below).
+BUILD_TARGETS := $(PLUGIN)
+TEST_BINS     :=
+INSTALL_TARGETS := install-plugin
+
+.PHONY: all check demo bench install install-plugin deps clean
+all: build-all
 
 # --- the plugin --------------------------------------------------------------
 $(B)/pic/%.o: lib/core/%.cc $(CORE_HDR)
@@ -62,22 +67,33 @@ $(B)/tests/unit_%: tests/unit/%.c tests/unit/*.h $(CORE_SAN)
 	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/core $(CHECK_FLAGS) -c $< -o $@.o
 	$(CXX) $(SAN) -o $@ $@.o $(CORE_SAN) $(CHECK_LIBS)
 
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c))
+TEST_BINS  += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c))
+
+-include $(sort $(wildcard lib/*/build.mk tools/build.mk))
+
+.PHONY: build-all
+build-all: $(BUILD_TARGETS)
 
 # --- driver targets -------------------------------------------------------------
 deps:
 	@packaging/deps.sh
 
-check: deps all $(UNIT_TESTS)
-	@tests/run.sh
+# make check T="lab unit" runs only those levels (or tests whose name matches).
+check: deps
+	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
+	@tests/run.sh $(T)
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory build-all
 	@tests/lab/demo.sh
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory build-all
 	@tests/bench/run.sh
 
-install: all
+install: $(INSTALL_TARGETS)
+
+install-plugin: $(PLUGIN)
 	install -d $(DESTDIR)$(SLURM_PLUGINDIR)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_dist_bind.so
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The test runner behind `make check`.
+#
+#   tests/run.sh [LEVEL|NAME ...]     (default: every test)
+#
+# Runs, in this order: test binaries built into build/tests/ (unit tests
+# under ASan/UBSan), then the scripts tests/<level>/t_*.{sh,py} of the levels
+# unit, topology, exchange, pkg, lab, gpu.  Exit status 77 means skipped.
+# With DIST_BIND_CI=1 (set by .ci/run) a skip is a failure everywhere but in
+# tests/gpu, which needs a GPU that CI does not have.
+#
+# Each test's output goes to build/test-logs/; a failing test's tail is
+# printed.  The last line is the summary: "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+LOGS=$ROOT/build/test-logs
+mkdir -p "$LOGS"
+TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
+LEVELS=(unit topology exchange pkg lab gpu)
+
+tests=()
+for level in "${LEVELS[@]}"; do
+    for b in "$ROOT"/build/tests/"$level"_*; do
+        [ -x "$b" ] && [ -f "$b" ] && [[ "$b" != *.o ]] && tests+=("$level:$b")
+    done
+    for s in "$ROOT"/tests/"$level"/t_*.sh "$ROOT"/tests/"$level"/t_*.py; do
+        [ -f "$s" ] && tests+=("$level:$s")
+    done
+done
+
+selected=()
+for t in "${tests[@]}"; do
+    if [ $# -eq 0 ]; then selected+=("$t"); continue; fi
+    for want in "$@"; do
+        name=${t#*:}; name=$(basename "$name")
+        if [ "${t%%:*}" = "$want" ] || [[ "$name" == *"$want"* ]]; then selected+=("$t"); break; fi
+    done
+done
+
+pass=0 fail=0 skip=0 failed=()
+for t in "${selected[@]}"; do
+    level=${t%%:*} path=${t#*:}
+    name=$(basename "$path"); name=${name%.*}
+    log=$LOGS/$level-$name.log
+    start=${EPOCHREALTIME/./}
+    case $path in
+        *.py) cmd=(/usr/bin/python3 "$path") ;;
+        *) cmd=("$path") ;;
+    esac
+    timeout -k 10 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1
+    rc=$?
+    el=$(( ${EPOCHREALTIME/./} - start ))
+    secs=$(( el / 1000000 )).$(( el / 100000 % 10 ))
+    if [ $rc -eq 77 ] && { [ -z "${DIST_BIND_CI:-}" ] || [ "$level" = gpu ]; }; then
+        skip=$((skip + 1))
+        printf 'SKIP %-28s %6ss  %s\n' "$level/$name" "$secs" "$(grep -m1 -i 'skip' "$log" || true)"
+    elif [ $rc -eq 0 ]; then
+        pass=$((pass + 1))
+        printf 'PASS %-28s %6ss\n' "$level/$name" "$secs"
+    else
+        fail=$((fail + 1)); failed+=("$level/$name")
+        [ $rc -eq 77 ] && echo "(skipped, which counts as a failure under DIST_BIND_CI)" >>"$log"
+        [ $rc -eq 124 ] && echo "(timed out after ${TIMEOUT}s)" >>"$log"
+        printf 'FAIL %-28s %6ss  (exit %d, log %s)\n' "$level/$name" "$secs" "$rc" "${log#$ROOT/}"
+        tail -n 40 "$log" | sed 's/^/    | /'
+    fi
+done
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+echo "check: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ] && [ $((pass + skip)) -gt 0 ]

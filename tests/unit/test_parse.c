@@ -1,0 +1,213 @@
+/*
+ * The --dist-bind value, the plugstack.conf arguments and Slurm hostlists,
+ * table-driven.  Bad input must give one error naming what was wrong.
+ */
+#include "db_core.h"
+#include "unit.h"
+
+struct opt_row {
+    const char *value;
+    int mode, verbose, share;
+    unsigned port;
+    const char *err; /* '&'-separated substrings, or NULL */
+};
+
+static const struct opt_row opt_rows[] = {
+    {NULL, DB_MODE_RANK, 0, 0, 0, NULL},
+    {"", DB_MODE_RANK, 0, 0, 0, NULL},
+    {"rank", DB_MODE_RANK, 0, 0, 0, NULL},
+    {"isolate", DB_MODE_ISOLATE, 0, 0, 0, NULL},
+    {"closest", DB_MODE_CLOSEST, 0, 0, 0, NULL},
+    {"env", DB_MODE_ENV, 0, 0, 0, NULL},
+    {"off", DB_MODE_OFF, 0, 0, 0, NULL},
+    {"verbose", DB_MODE_RANK, 1, 0, 0, NULL},
+    {"isolate,verbose,share,port=1234", DB_MODE_ISOLATE, 1, 1, 1234, NULL},
+    {"port=65535,rank", DB_MODE_RANK, 0, 0, 65535, NULL},
+    {"bogus", 0, 0, 0, 0, "--dist-bind=\"bogus\"&unknown item \"bogus\"&rank, isolate, closest, env, off"},
+    {"Rank", 0, 0, 0, 0, "unknown item \"Rank\""},
+    {"rank,isolate", 0, 0, 0, 0, "more than one MODE"},
+    {"rank,,verbose", 0, 0, 0, 0, "empty item"},
+    {",", 0, 0, 0, 0, "empty item"},
+    {"verbose,verbose", 0, 0, 0, 0, "\"verbose\" given twice"},
+    {"port=0", 0, 0, 0, 0, "\"port=0\" is not a port&1..65535"},
+    {"port=65536", 0, 0, 0, 0, "\"port=65536\" is not a port"},
+    {"port=12x", 0, 0, 0, 0, "\"port=12x\""},
+    {"port=", 0, 0, 0, 0, "\"port=\" is not a port"},
+    {"port=-5", 0, 0, 0, 0, "\"port=-5\""},
+    {"port=99999999999999999999999", 0, 0, 0, 0, "is not a port"},
+    {"port=1,port=2", 0, 0, 0, 0, "given twice"},
+    {"off,verbose", 0, 0, 0, 0, "\"off\" takes no modifiers"},
+    {"rank ", 0, 0, 0, 0, "unknown item \"rank \""},
+};
+
+START_TEST(option_row) {
+    const struct opt_row *r = &opt_rows[_i];
+    char err[DB_ERRLEN] = "";
+    db_request q = {99, 99, 99, 99};
+    int rc = db_request_parse(r->value, &q, err, sizeof err);
+    if (r->err) {
+        ck_assert_msg(rc != 0, "\"%s\": expected an error", r->value);
+        ck_assert_msg(q.mode == 99, "\"%s\": output written on error", r->value);
+        assert_contains_all(r->value, err, r->err);
+    } else {
+        ck_assert_msg(rc == 0, "\"%s\": %s", r->value ? r->value : "(null)", err);
+        ck_assert_int_eq(q.mode, r->mode);
+        ck_assert_int_eq(q.verbose, r->verbose);
+        ck_assert_int_eq(q.share, r->share);
+        ck_assert_uint_eq(q.port, r->port);
+    }
+}
+END_TEST
+
+struct conf_row {
+    const char *args;
+    int def_mode;
+    unsigned lo, hi;
+    int addr;
+    const char *suffix;
+    const char *err;
+};
+
+static const struct conf_row conf_rows[] = {
+    {"", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
+    {"default=rank", DB_MODE_RANK, 20000, 29999, DB_ADDR_NAME, "", NULL},
+    {"default=isolate,verbose ports=30000-30099 master_addr=suffix:-ib", DB_MODE_ISOLATE, 30000, 30099,
+     DB_ADDR_SUFFIX, "-ib", NULL},
+    {"master_addr=addr", DB_MODE_OFF, 20000, 29999, DB_ADDR_NODEADDR, "", NULL},
+    {"master_addr=name default=off", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
+    {"ports=1-1", DB_MODE_OFF, 1, 1, DB_ADDR_NAME, "", NULL},
+    {"foo=1", 0, 0, 0, 0, NULL, "unknown key \"foo\"&valid keys: default, ports, master_addr"},
+    {"default=rank bar=2", 0, 0, 0, 0, NULL, "unknown key \"bar\""},
+    {"noequals", 0, 0, 0, 0, NULL, "\"noequals\": expected key=value"},
+    {"=rank", 0, 0, 0, 0, NULL, "expected key=value"},
+    {"default=bogus", 0, 0, 0, 0, NULL, "default=\"bogus\"&unknown item"},
+    {"default=", 0, 0, 0, 0, NULL, "default=\"\"&expected a MODE"},
+    {"default=rank,port=5", 0, 0, 0, 0, NULL, "port= cannot be a default"},
+    {"default=rank default=off", 0, 0, 0, 0, NULL, "key \"default\" given twice"},
+    {"ports=5-1", 0, 0, 0, 0, NULL, "ports=\"5-1\"&LO-HI"},
+    {"ports=abc", 0, 0, 0, 0, NULL, "ports=\"abc\""},
+    {"ports=0-10", 0, 0, 0, 0, NULL, "ports=\"0-10\""},
+    {"ports=100-70000", 0, 0, 0, 0, NULL, "ports=\"100-70000\""},
+    {"ports=100", 0, 0, 0, 0, NULL, "ports=\"100\""},
+    {"master_addr=ip", 0, 0, 0, 0, NULL, "master_addr=\"ip\"&expected name, addr or suffix:S"},
+    {"master_addr=suffix:", 0, 0, 0, 0, NULL, "master_addr=\"suffix:\"&suffix"},
+    {"master_addr=suffix:a/b", 0, 0, 0, 0, NULL, "master_addr=\"suffix:a/b\""},
+};
+
+START_TEST(config_row) {
+    const struct conf_row *r = &conf_rows[_i];
+    char err[DB_ERRLEN] = "", **argv = NULL;
+    int argc = make_argv(r->args, &argv);
+    db_config c;
+    int rc = db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err);
+    if (r->err) {
+        ck_assert_msg(rc != 0, "\"%s\": expected an error", r->args);
+        assert_contains_all(r->args, err, r->err);
+        ck_assert_msg(strncmp(err, "plugstack.conf", 14) == 0, "\"%s\": message names plugstack.conf: %s", r->args,
+                      err);
+    } else {
+        ck_assert_msg(rc == 0, "\"%s\": %s", r->args, err);
+        ck_assert_int_eq(c.def.mode, r->def_mode);
+        ck_assert_uint_eq(c.port_lo, r->lo);
+        ck_assert_uint_eq(c.port_hi, r->hi);
+        ck_assert_int_eq(c.addr_kind, r->addr);
+        ck_assert_str_eq(c.addr_suffix, r->suffix);
+    }
+    free_env(argv);
+}
+END_TEST
+
+struct host_row {
+    const char *list;
+    size_t index;
+    const char *want; /* or NULL */
+    const char *err;
+};
+
+static const struct host_row host_rows[] = {
+    {"node1", 0, "node1", NULL},
+    {"node[1-2]", 1, "node2", NULL},
+    {"node[1-3,7]", 3, "node7", NULL},
+    {"gpu[001-010]", 9, "gpu010", NULL},
+    {"gpu[08-11]", 2, "gpu10", NULL},
+    {"a,b[10-11],c", 2, "b11", NULL},
+    {"a,b[10-11],c", 3, "c", NULL},
+    {"r[1-2]n[01-02]", 1, "r1n02", NULL},
+    {"r[1-2]n[01-02]", 2, "r2n01", NULL},
+    {"x[1-2]-ib", 1, "x2-ib", NULL},
+    {"node[1-2]", 2, NULL, "has no host number 2"},
+    {"node[1-", 0, NULL, "unbalanced '['"},
+    {"node1]", 0, NULL, "unbalanced ']'"},
+    {"node[3-1]", 0, NULL, "bad range \"3-1\""},
+    {"node[]", 0, NULL, "bad range"},
+    {"node[a-b]", 0, NULL, "bad range \"a-b\""},
+    {"", 0, NULL, "empty"},
+    {"a,,b", 0, NULL, "empty host name"},
+    {"n[1-2[3]]", 0, NULL, "nested"},
+    {"n[0-99999999]m[0-99999999]", 0, NULL, "too many hosts"},
+    {"node 1", 0, NULL, "whitespace"},
+};
+
+START_TEST(hostlist_row) {
+    const struct host_row *r = &host_rows[_i];
+    char out[64] = "", err[DB_ERRLEN] = "";
+    int rc = db_hostlist_nth(r->list, r->index, out, sizeof out, err, sizeof err);
+    if (r->err) {
+        ck_assert_msg(rc != 0, "\"%s\"[%zu]: expected an error, got %s", r->list, r->index, out);
+        assert_contains_all(r->list, err, r->err);
+    } else {
+        ck_assert_msg(rc == 0, "\"%s\"[%zu]: %s", r->list, r->index, err);
+        ck_assert_str_eq(out, r->want);
+    }
+}
+END_TEST
+
+START_TEST(master_addr_formats) {
+    char out[64], err[DB_ERRLEN], **argv = NULL;
+    db_config c;
+    int argc = make_argv("master_addr=suffix:-ib", &argv);
+    ck_assert(db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err) == 0);
+    ck_assert(db_format_master_addr(&c, "node1", NULL, out, sizeof out, err, sizeof err) == 0);
+    ck_assert_str_eq(out, "node1-ib");
+    c.addr_kind = DB_ADDR_NODEADDR;
+    ck_assert(db_format_master_addr(&c, "node1", "10.0.0.1", out, sizeof out, err, sizeof err) == 0);
+    ck_assert_str_eq(out, "10.0.0.1");
+    ck_assert(db_format_master_addr(&c, "node1", "", out, sizeof out, err, sizeof err) != 0);
+    assert_contains_all("nodeaddr", err, "no NodeAddr known for node \"node1\"");
+    ck_assert(db_format_master_addr(&c, "node1", "10.0.0.1", out, 4, err, sizeof err) != 0);
+    assert_contains_all("too long", err, "too long");
+    free_env(argv);
+}
+END_TEST
+
+/* srun only asks slurmctld when the nodes cannot tell rank 0's address. */
+START_TEST(srun_lookup_needed) {
+    db_config c;
+    db_request on = {DB_MODE_RANK, 0, 0, 0}, off = {DB_MODE_OFF, 0, 0, 0};
+    char err[DB_ERRLEN], **arb = make_env("SLURM_DISTRIBUTION=arbitrary"),
+                         **blk = make_env("SLURM_DISTRIBUTION=block"),
+                         **user = make_env("SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=h");
+    ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
+    ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)arb));
+    ck_assert(!db_srun_needs_rank0(&c, &on, (const char *const *)blk));
+    ck_assert(!db_srun_needs_rank0(&c, &off, (const char *const *)arb));
+    ck_assert(!db_srun_needs_rank0(&c, &on, (const char *const *)user));
+    c.addr_kind = DB_ADDR_NODEADDR;
+    ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)blk));
+    free_env(arb);
+    free_env(blk);
+    free_env(user);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("parse");
+    TCase *tc = tcase_create("rows");
+    tcase_add_loop_test(tc, option_row, 0, (int)(sizeof opt_rows / sizeof opt_rows[0]));
+    tcase_add_loop_test(tc, config_row, 0, (int)(sizeof conf_rows / sizeof conf_rows[0]));
+    tcase_add_loop_test(tc, hostlist_row, 0, (int)(sizeof host_rows / sizeof host_rows[0]));
+    tcase_add_test(tc, master_addr_formats);
+    tcase_add_test(tc, srun_lookup_needed);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

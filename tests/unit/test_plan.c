@@ -1,0 +1,377 @@
+/*
+ * The plan, table-driven: one row per layout Slurm produces (the lab-notes
+ * table and more), per mode, per malformed input.  Each row is the snapshot
+ * the glue would take (items, step env at user_init, task env at task_init),
+ * the option and plugstack config, and what must come out.
+ */
+#include <stdint.h>
+
+#include "db_core.h"
+#include "unit.h"
+
+struct row {
+    const char *name;
+    const char *opt;      /* --dist-bind value; NULL: option not given */
+    const char *conf;     /* plugstack.conf arguments */
+    uint32_t job, step, nnodes, node_id, ntasks, local_ntasks;
+    const char *step_env; /* "K=V|K=V" */
+    uint32_t rank, local;
+    const char *task_env;
+    const char *want;     /* "K=V|..."; "-K": not set; "~K": unset; "!": nothing at all */
+    const char *err;      /* expected error: '&'-separated substrings */
+    const char *verbose;  /* substring of the verbose line */
+};
+
+#define STEP2(tpn) "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=" tpn
+#define GPUS(l) "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
+#define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
+#define SEED_N1 STEP2("3,2") GPUS("0,1,2")
+#define SEED_N2 STEP2("3,2") GPUS("0,1")
+#define RANKVARS(r, ws, l, lws, n, nn) \
+    "RANK=" r "|WORLD_SIZE=" ws "|LOCAL_RANK=" l "|LOCAL_WORLD_SIZE=" lws "|NODE_RANK=" n "|GROUP_RANK=" n \
+    "|GROUP_WORLD_SIZE=" nn
+
+static const struct row rows[] = {
+    /* --- the seed layout: -N2 -n5 --gpus-per-task=1 (3+2) ------------------------ */
+    {"seed rank0", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"),
+     RANKVARS("0", "5", "0", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|"
+     "DIST_BIND_GPUS=0|GPU_DEVICE_ORDINAL=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|CUDA_DEVICE_ORDER=PCI_BUS_ID|"
+     "DIST_BIND_MODE=rank", NULL, NULL},
+    {"seed rank2", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("2"),
+     RANKVARS("2", "5", "2", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|"
+     "DIST_BIND_GPUS=2",
+     NULL, NULL},
+    {"seed rank4 on node2", "", "", 7, 0, 2, 1, 5, 2, SEED_N2, 4, 1, TASK("1"),
+     RANKVARS("4", "5", "1", "2", "1", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|"
+     "DIST_BIND_GPUS=1",
+     NULL, NULL},
+    {"seed verbose", "verbose", "", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"), "RANK=3", NULL,
+     "dist-bind: rank=3/5 host=node2 local_rank=0/2 gpus=0 visible=0,1 device=0 mode=rank master=node1:"},
+    {"not verbose: no line", "", "", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"), "RANK=3", NULL, ""},
+
+    /* --- every mode on rank 1 of the seed layout ----------------------------------- */
+    {"mode isolate", "isolate", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=1|GPU_DEVICE_ORDINAL=1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|DIST_BIND_MODE=isolate", NULL,
+     NULL},
+    {"mode closest falls back to rank", "closest,verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_MODE=closest", NULL, "closest: no topology"},
+    {"mode env leaves GPUs alone", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "RANK=1|LOCAL_RANK=1|-CUDA_VISIBLE_DEVICES|-GPU_DEVICE_ORDINAL|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|"
+     "DIST_BIND_MODE=env",
+     NULL, NULL},
+    {"mode off", "off", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"), "!", NULL, NULL},
+    {"option not given, default off", NULL, "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"), "!", NULL, NULL},
+    {"admin default isolate", NULL, "default=isolate", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=1|DIST_BIND_MODE=isolate", NULL, NULL},
+    {"--dist-bind=off beats admin default", "off", "default=rank", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"), "!",
+     NULL, NULL},
+    {"--dist-bind beats admin default", "", "default=isolate", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_MODE=rank", NULL, NULL},
+    {"admin default with verbose", NULL, "default=rank,verbose", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "RANK=1", NULL, "dist-bind: rank=1/5"},
+
+    /* --- --gpus-per-node=4, no binding: local task i owns GPU i ---------------------- */
+    {"gpus-per-node unbound", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("0,1,2,3"),
+     "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
+    {"gpus-per-node unbound isolate", "isolate", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2,
+     TASK("0,1,2,3"), "CUDA_VISIBLE_DEVICES=2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2", NULL, NULL},
+    {"gpus-per-node unbound env", "env", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2,
+     TASK("0,1,2,3"), "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
+
+    /* --- --gpu-bind=map_gpu:1,0,3 with 4 GPUs per node ------------------------------ */
+    {"map_gpu task0", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 0, 0, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=1,0,2,3|GPU_DEVICE_ORDINAL=1,0,2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+    {"map_gpu task1", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 1, 1, TASK("0"),
+     "CUDA_VISIBLE_DEVICES=1,0,2,3|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=0", NULL, NULL},
+    {"map_gpu task2", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("3"),
+     "CUDA_VISIBLE_DEVICES=0,1,3,2|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=3", NULL, NULL},
+    {"map_gpu isolate", "isolate", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("3"),
+     "CUDA_VISIBLE_DEVICES=3|DIST_BIND_DEVICE=0", NULL, NULL},
+
+    /* --- cyclic: ranks 0,2,4 on node1, 1,3 on node2 --------------------------------- */
+    {"cyclic rank3", "", "", 7, 0, 2, 1, 5, 2, SEED_N2 "|SLURM_DISTRIBUTION=cyclic", 3, 1, TASK("1"),
+     RANKVARS("3", "5", "1", "2", "1", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1", NULL,
+     NULL},
+    {"cyclic rank4", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_DISTRIBUTION=cyclic", 4, 2, TASK("2"),
+     RANKVARS("4", "5", "2", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_DEVICE=2", NULL, NULL},
+    {"plane", "", "", 7, 0, 2, 1, 5, 2, SEED_N2 "|SLURM_DISTRIBUTION=plane", 4, 1, TASK("1"), "MASTER_ADDR=node1",
+     NULL, NULL},
+
+    /* --- arbitrary: rank 0 on node2; srun passes its address --------------------------- */
+    {"arbitrary with srun's hint", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2" GPUS("0,1,2,3"), 1, 0,
+     TASK("0,1,2,3") "|" DB_RANK0_HINT "=node2",
+     RANKVARS("1", "5", "0", "2", "0", "2") "|MASTER_ADDR=node2|~" DB_RANK0_HINT, NULL, NULL},
+    {"arbitrary without hint", "", "", 7, 0, 2, 0, 5, 2, STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary", 1, 0, "",
+     NULL, "MASTER_ADDR&arbitrary&" DB_RANK0_HINT, NULL},
+    {"arbitrary, user's MASTER_ADDR needs no hint", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=10.1.2.3", 1, 0, "MASTER_ADDR=10.1.2.3",
+     "MASTER_ADDR=10.1.2.3", NULL, NULL},
+
+    /* --- k GPUs per task ----------------------------------------------------------------- */
+    {"k=2 rank", "", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1, 1, TASK("2,3"),
+     "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"k=2 isolate", "isolate", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1, 1, TASK("2,3"),
+     "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"k=2 permuted binding", "", "", 7, 0, 1, 0, 2, 2, "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2,3"),
+     0, 0, TASK("3,1"), "CUDA_VISIBLE_DEVICES=3,1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3,1", NULL, NULL},
+    {"node's only task owns all its GPUs", "isolate", "", 7, 0, 2, 1, 3, 1, STEP2("2,1") GPUS("0,1"), 2, 0,
+     TASK("0,1"), "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+
+    /* --- 8 GPUs per node, 8 tasks ---------------------------------------------------------- */
+    {"8 per node rank7", "", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 15, 7, TASK("7"),
+     RANKVARS("15", "16", "7", "8", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7|DIST_BIND_DEVICE=7", NULL,
+     NULL},
+    {"8 per node isolate", "isolate", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 13, 5,
+     TASK("5"), "CUDA_VISIBLE_DEVICES=5|DIST_BIND_DEVICE=0", NULL, NULL},
+
+    /* --- tasks-per-node strings --------------------------------------------------------------- */
+    {"tpn 2(x3),1 last node", "", "", 7, 0, 4, 3, 7, 1,
+     "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=2(x3),1" GPUS("0"), 6, 0, TASK("0"),
+     RANKVARS("6", "7", "0", "1", "3", "4") "|MASTER_ADDR=gpu01|CUDA_VISIBLE_DEVICES=0", NULL, NULL},
+    {"tpn 2(x3),1 second node", "", "", 7, 0, 4, 1, 7, 2,
+     "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=2(x3),1" GPUS("0,1"), 3, 1, TASK("1"),
+     RANKVARS("3", "7", "1", "2", "1", "4") "|DIST_BIND_DEVICE=1", NULL, NULL},
+
+    /* --- GPU numbering as Slurm gave it --------------------------------------------------------- */
+    {"global numbering", "", "", 7, 0, 1, 0, 4, 4, "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=4" GPUS("4,5,6,7"),
+     2, 2, TASK("6"), "CUDA_VISIBLE_DEVICES=4,5,6,7|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=6", NULL, NULL},
+    {"global numbering isolate", "isolate", "", 7, 0, 1, 0, 4, 4,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=4" GPUS("4,5,6,7"), 2, 2, TASK("6"),
+     "CUDA_VISIBLE_DEVICES=6|DIST_BIND_GPUS=6", NULL, NULL},
+    {"cgroup-local numbering", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=2,3|CUDA_VISIBLE_DEVICES=0,1", 1, 1,
+     "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|-SLURM_STEP_GPUS",
+     NULL, NULL},
+    {"GPU UUIDs", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1, 1,
+     "CUDA_VISIBLE_DEVICES=GPU-bb22", "CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=GPU-bb22",
+     NULL, NULL},
+    {"AMD: ROCR only", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=1",
+     "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|-CUDA_VISIBLE_DEVICES", NULL, NULL},
+
+    /* --- no GPUs / GPU binding off -------------------------------------------------------------- */
+    {"no GPUs: rank variables only", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2"), 1, 1, "",
+     RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_MODE=rank|-CUDA_VISIBLE_DEVICES|"
+     "-DIST_BIND_DEVICE|-DIST_BIND_GPUS|-CUDA_DEVICE_ORDER",
+     NULL, NULL},
+    {"gpu-bind=none: task has no list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, "",
+     "RANK=1|-CUDA_VISIBLE_DEVICES|-DIST_BIND_DEVICE", NULL, NULL},
+
+    /* --- more tasks than GPUs --------------------------------------------------------------------- */
+    {"more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3, "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"),
+     2, 2, TASK("0,1"), NULL, "node1&3 tasks&2 GPUs&share", NULL},
+    {"more tasks than GPUs isolate", "isolate", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"), NULL,
+     "node1&3 tasks&2 GPUs", NULL},
+    {"more tasks than GPUs, share", "share", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"),
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
+    {"more tasks than GPUs, share, task 1", "share", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 1, 1, TASK("0,1"),
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    {"more tasks than GPUs, isolate share", "isolate,share", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"),
+     "CUDA_VISIBLE_DEVICES=0|DIST_BIND_DEVICE=0", NULL, NULL},
+    {"more tasks than GPUs, env mode does not fail", "env", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"),
+     "RANK=2|-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0", NULL, NULL},
+    {"bound k=2 overlapping", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2"), 1, 1, TASK("1,2"), NULL,
+     "node1&2 tasks&2 GPUs each&3 GPUs", NULL},
+
+    /* --- MASTER_PORT ------------------------------------------------------------------------------- */
+    {"port= option", "port=29500", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"), "MASTER_PORT=29500", NULL, NULL},
+    {"reserved port", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_STEP_RESV_PORTS=12000-12003", 0, 0, TASK("0"),
+     "MASTER_PORT=12000", NULL, NULL},
+    {"reserved port list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_STEP_RESV_PORTS=12007,12009", 0, 0, TASK("0"),
+     "MASTER_PORT=12007", NULL, NULL},
+    {"port= beats reserved", "port=29500", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_STEP_RESV_PORTS=12000-12003", 0, 0,
+     TASK("0"), "MASTER_PORT=29500", NULL, NULL},
+    {"user's MASTER_PORT wins", "port=29500,verbose", "", 7, 0, 2, 0, 5, 3,
+     SEED_N1 "|MASTER_PORT=31337|SLURM_STEP_RESV_PORTS=12000-12003", 0, 0, TASK("0"), "MASTER_PORT=31337", NULL,
+     "set by user wins over port=29500"},
+    {"user's MASTER_ADDR wins", "", "master_addr=suffix:-ib", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_ADDR=head0", 0, 0,
+     TASK("0"), "MASTER_ADDR=head0", NULL, NULL},
+    {"hashed port in a 1-port range", "", "ports=23456-23456", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"),
+     "MASTER_PORT=23456", NULL, NULL},
+
+    /* --- master_addr= ------------------------------------------------------------------------------- */
+    {"master_addr=suffix", "", "master_addr=suffix:-ib", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"),
+     "MASTER_ADDR=node1-ib", NULL, NULL},
+    {"master_addr=addr via srun", "", "master_addr=addr", 7, 0, 2, 1, 5, 2, SEED_N2 "|" DB_RANK0_HINT "=127.0.0.2",
+     3, 0, TASK("0"), "MASTER_ADDR=127.0.0.2", NULL, NULL},
+    {"master_addr=addr without srun", "", "master_addr=addr", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"), NULL,
+     "MASTER_ADDR&NodeAddr&" DB_RANK0_HINT, NULL},
+    {"multi-dimensional node names", "verbose", "", 7, 0, 4, 2, 4, 1,
+     "SLURM_STEP_NODELIST=r[1-2]n[07-08]|SLURM_STEP_TASKS_PER_NODE=1(x4)", 2, 0, "", "MASTER_ADDR=r1n07|NODE_RANK=2",
+     NULL, "host=r2n07"},
+
+    /* --- steps that get nothing ----------------------------------------------------------------------- */
+    {"batch step", "", "", 7, 0xfffffffbu, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1" GPUS("0,1"), 0, 0, TASK("0,1"),
+     "!", NULL, NULL},
+    {"extern step", "", "", 7, 0xfffffffcu, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1", 0, 0, "", "!", NULL, NULL},
+    {"interactive step", "", "", 7, 0xfffffffau, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1", 0, 0, "", "!", NULL, NULL},
+
+    /* --- malformed input: one clear error, nothing set -------------------------------------------------- */
+    {"garbage GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,x,2", 0, 0, TASK("0"), NULL,
+     "CUDA_VISIBLE_DEVICES=\"0,x,2\"&\"x\" is not a GPU", NULL},
+    {"overflowing GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,99999999999999999999", 0,
+     0, TASK("0"), NULL, "CUDA_VISIBLE_DEVICES&99999999999999999999&expected an index", NULL},
+    {"negative GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=-1", 0, 0, "", NULL,
+     "CUDA_VISIBLE_DEVICES&\"-1\"", NULL},
+    {"duplicate GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,1,1", 0, 0, TASK("0"), NULL,
+     "CUDA_VISIBLE_DEVICES=\"0,1,1\"&GPU 1 is listed twice", NULL},
+    {"empty GPU list", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=", 0, 0, TASK("0"), NULL,
+     "CUDA_VISIBLE_DEVICES=\"\"&empty", NULL},
+    {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,,1", 0, 0, TASK("0"), NULL,
+     "CUDA_VISIBLE_DEVICES&empty entry", NULL},
+    {"unknown GPU in task", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("7"), NULL,
+     "CUDA_VISIBLE_DEVICES=\"7\"&GPU 7 is not one of the step's GPUs on node node1 (0,1,2)", NULL},
+    {"garbage task GPU list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, "CUDA_VISIBLE_DEVICES=zero", NULL,
+     "CUDA_VISIBLE_DEVICES=\"zero\"", NULL},
+    {"GPU lists disagree", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1",
+     0, 0, TASK("0"), NULL, "ROCR_VISIBLE_DEVICES=\"0,1\"&names 2 GPUs&names 3", NULL},
+    {"user MASTER_PORT garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=http", 0, 0, TASK("0"), NULL,
+     "MASTER_PORT=\"http\"&expected a port 1..65535", NULL},
+    {"user MASTER_PORT too big", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=70000", 0, 0, TASK("0"), NULL,
+     "MASTER_PORT=\"70000\"", NULL},
+    {"reserved ports garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_STEP_RESV_PORTS=abc", 0, 0, TASK("0"), NULL,
+     "SLURM_STEP_RESV_PORTS=\"abc\"", NULL},
+    {"tasks-per-node garbage", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,x"), 0, 0, "", NULL,
+     "SLURM_STEP_TASKS_PER_NODE=\"3,x\"&bad count", NULL},
+    {"tasks-per-node bad repeat", "", "", 7, 0, 2, 0, 5, 3, STEP2("3(x0),2"), 0, 0, "", NULL,
+     "SLURM_STEP_TASKS_PER_NODE&bad repeat", NULL},
+    {"tasks-per-node overflow", "", "", 7, 0, 2, 0, 5, 3, STEP2("99999999999,2"), 0, 0, "", NULL,
+     "SLURM_STEP_TASKS_PER_NODE&99999999999", NULL},
+    {"tasks-per-node disagrees with items", "", "", 7, 0, 2, 0, 5, 3, STEP2("2,3"), 0, 0, "", NULL,
+     "SLURM_STEP_TASKS_PER_NODE=\"2,3\"&2 tasks on node 0&runs 3", NULL},
+    {"tasks-per-node wrong total", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,3"), 0, 0, "", NULL, "6 tasks&has 5", NULL},
+    {"bad node list", "", "", 7, 0, 2, 0, 5, 3, "SLURM_STEP_NODELIST=node[1-|SLURM_STEP_TASKS_PER_NODE=3,2", 0, 0, "",
+     NULL, "hostlist=\"node[1-\"&unbalanced", NULL},
+    {"node list too short", "", "", 7, 0, 2, 1, 5, 2, "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3,2", 3, 0,
+     "", NULL, "has no host number 1", NULL},
+    {"node index out of range", "", "", 7, 0, 2, 2, 5, 3, STEP2("3,2"), 0, 0, "", NULL, "node index 2 >= node count 2",
+     NULL},
+    {"task outside the step", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 7, 0, TASK("0"), NULL, "task 7&outside step 7.0",
+     NULL},
+    {"local task outside the node", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 3, TASK("0"), NULL, "local 3", NULL},
+    {"no node list", "", "", 7, 0, 2, 0, 5, 3, "SLURM_STEP_TASKS_PER_NODE=3,2", 0, 0, "", NULL,
+     "SLURM_STEP_NODELIST is not set", NULL},
+};
+
+START_TEST(plan_row) {
+    const struct row *r = &rows[_i];
+    char err[DB_ERRLEN] = "", **argv = NULL, **senv = make_env(r->step_env), **tenv = make_env(r->task_env);
+    int argc = make_argv(r->conf, &argv), rc;
+    db_config cfg;
+    db_request opt, eff;
+    db_node_plan *np = NULL;
+    db_task_plan *tp = NULL;
+    db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv};
+    db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
+
+    ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0, "%s: config: %s",
+                  r->name, err);
+    if (r->opt) ck_assert_msg(db_request_parse(r->opt, &opt, err, sizeof err) == 0, "%s: option: %s", r->name, err);
+    eff = db_effective(&cfg, r->opt ? &opt : NULL);
+
+    rc = db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err);
+    if (rc == 0) rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
+    if (r->err) {
+        ck_assert_msg(rc != 0, "%s: expected an error containing \"%s\", got success", r->name, r->err);
+        ck_assert_msg(tp == NULL, "%s: a failed plan returns no variables", r->name);
+        assert_contains_all(r->name, err, r->err);
+    } else {
+        ck_assert_msg(rc == 0, "%s: unexpected error: %s", r->name, err);
+        char *want = strdup(r->want), *tok, *save = NULL;
+        size_t n = db_task_plan_count(tp);
+        if (strcmp(r->want, "!") == 0) {
+            ck_assert_msg(n == 0, "%s: expected no variables, got %zu (first %s)", r->name, n,
+                          n ? db_task_plan_name(tp, 0) : "");
+        } else {
+            for (tok = strtok_r(want, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+                int found = 0;
+                if (tok[0] == '-' || tok[0] == '~') {
+                    for (size_t i = 0; i < n; i++) {
+                        if (strcmp(db_task_plan_name(tp, i), tok + 1) != 0) continue;
+                        if (tok[0] == '-' && db_task_plan_value(tp, i))
+                            ck_abort_msg("%s: %s must not be set, got \"%s\"", r->name, tok + 1,
+                                         db_task_plan_value(tp, i));
+                        if (tok[0] == '~' && !db_task_plan_value(tp, i)) found = 1;
+                    }
+                    if (tok[0] == '~') ck_assert_msg(found, "%s: %s should be unset", r->name, tok + 1);
+                    continue;
+                }
+                char *eq = strchr(tok, '=');
+                *eq = '\0';
+                for (size_t i = 0; i < n && !found; i++) {
+                    if (strcmp(db_task_plan_name(tp, i), tok) != 0) continue;
+                    found = 1;
+                    ck_assert_msg(db_task_plan_value(tp, i) && strcmp(db_task_plan_value(tp, i), eq + 1) == 0,
+                                  "%s: %s: got \"%s\", want \"%s\"", r->name, tok,
+                                  db_task_plan_value(tp, i) ? db_task_plan_value(tp, i) : "(unset)", eq + 1);
+                }
+                ck_assert_msg(found, "%s: %s not set (want \"%s\")", r->name, tok, eq + 1);
+            }
+        }
+        free(want);
+        if (r->verbose && *r->verbose)
+            assert_contains_all(r->name, db_task_plan_verbose(tp), r->verbose);
+        else if (r->verbose)
+            ck_assert_msg(db_task_plan_verbose(tp) == NULL, "%s: no verbose line expected", r->name);
+        /* Every variable the table names as set must be a real variable once. */
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                ck_assert_msg(strcmp(db_task_plan_name(tp, i), db_task_plan_name(tp, j)) != 0, "%s: %s set twice",
+                              r->name, db_task_plan_name(tp, i));
+    }
+    db_task_plan_free(tp);
+    db_node_plan_free(np);
+    free_env(senv);
+    free_env(tenv);
+    free_env(argv);
+}
+END_TEST
+
+/* Concurrent steps of a job get different hashed ports, all in range; the
+ * same job and step always get the same one. */
+START_TEST(hashed_ports) {
+    char err[DB_ERRLEN], **argv = NULL, **senv = make_env(SEED_N1), **tenv = make_env(TASK("0"));
+    int argc = make_argv("ports=20000-20009", &argv);
+    db_config cfg;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    char seen[64][8];
+    ck_assert(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0);
+    for (uint32_t step = 0; step < 10; step++) {
+        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv};
+        db_task_input ti = {0, 0, (const char *const *)tenv};
+        db_node_plan *np;
+        db_task_plan *tp;
+        ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
+        ck_assert(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0);
+        for (size_t i = 0; i < db_task_plan_count(tp); i++)
+            if (strcmp(db_task_plan_name(tp, i), "MASTER_PORT") == 0)
+                snprintf(seen[step], sizeof seen[step], "%s", db_task_plan_value(tp, i));
+        int port = atoi(seen[step]);
+        ck_assert_msg(port >= 20000 && port <= 20009, "step %u: port %d outside 20000-20009", step, port);
+        for (uint32_t s = 0; s < step; s++)
+            ck_assert_msg(strcmp(seen[s], seen[step]) != 0, "steps %u and %u share port %s", s, step, seen[s]);
+        db_task_plan_free(tp);
+        db_node_plan_free(np);
+    }
+    free_env(senv);
+    free_env(tenv);
+    free_env(argv);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("rows");
+    tcase_add_loop_test(tc, plan_row, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_test(tc, hashed_ports);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
