@@ -36,6 +36,7 @@ PLUGIN     := $(B)/spank_dist_bind.so
 # Components add to these from their own build.mk (included below).
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
+BENCH_BINS    :=
 INSTALL_TARGETS := install-plugin
 
 .PHONY: all check demo bench install install-plugin deps clean
@@ -88,7 +89,7 @@ demo: deps
 	@tests/lab/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
 	@tests/bench/run.sh
 
 install: $(INSTALL_TARGETS)
@@ -99,3 +100,10 @@ install-plugin: $(PLUGIN)
 
 clean:
 	rm -rf $(B)
+
+# --- benchmarks -------------------------------------------------------------------
+$(B)/bench/bench_plan: tests/bench/bench_plan.c $(CORE_PIC)
+	@mkdir -p $(@D)
+	$(CXX) -x c -std=gnu11 $(OPT) $(WARN) -Ilib/core -c $< -o $@.o
+	$(CXX) -o $@ $@.o $(CORE_PIC)
+BENCH_BINS += $(B)/bench/bench_plan
