@@ -40,6 +40,8 @@ BENCH_BINS    :=
 INSTALL_TARGETS := install-plugin
 
 .PHONY: all check demo bench install install-plugin deps clean
+# Keep object files make would treat as intermediate.
+.SECONDARY:
 all: build-all
 
 # --- the plugin --------------------------------------------------------------
