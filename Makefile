@@ -12,6 +12,8 @@ DESTDIR    ?=
 MULTIARCH  ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null)
 LIBDIR     ?= $(PREFIX)/lib/$(MULTIARCH)
 SLURM_PLUGINDIR ?= $(LIBDIR)/slurm-wlm
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+MANDIR     ?= $(PREFIX)/share/man
 B          := build
 
 CC         ?= gcc
@@ -20,8 +22,8 @@ HARDEN     := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
 WARN       := -Wall -Wextra
 OPT        ?= -O2 -g
 # The glue keeps default visibility: the version script picks its exports.
-CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) -Ilib/core $(CFLAGS)
-CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden -Ilib/core $(CXXFLAGS)
+CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) -Ilib/core $(CPPFLAGS) $(CFLAGS)
+CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden -Ilib/core $(CPPFLAGS) $(CXXFLAGS)
 LDHARDEN   := -Wl,-z,relro -Wl,-z,now -Wl,--as-needed
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
@@ -37,9 +39,9 @@ PLUGIN     := $(B)/spank_dist_bind.so
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
 BENCH_BINS    :=
-INSTALL_TARGETS := install-plugin
+INSTALL_TARGETS := install-plugin install-man
 
-.PHONY: all check demo bench install install-plugin deps clean
+.PHONY: all check demo bench install install-plugin install-man deps clean
 # Keep object files make would treat as intermediate.
 .SECONDARY:
 all: build-all
@@ -111,8 +113,17 @@ bench: deps
 install: $(INSTALL_TARGETS)
 
 install-plugin: $(PLUGIN)
-	install -d $(DESTDIR)$(SLURM_PLUGINDIR)
+	install -d $(DESTDIR)$(SLURM_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_dist_bind.so
+	sed 's|@PLUGINDIR@|$(SLURM_PLUGINDIR)|' packaging/plugstack.d-dist-bind.conf \
+	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+
+install-man:
+	for s in 1 3 8; do \
+	    for m in packaging/man/*.$$s; do [ -f "$$m" ] || continue; \
+	        install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/; done; \
+	done
 
 clean:
 	rm -rf $(B)
