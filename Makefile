@@ -36,6 +36,8 @@ PLUGIN     := $(B)/spank_dist_bind.so
 # Components add to these from their own build.mk (included below).
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
+PLUGIN_OBJS   :=
+PLUGIN_LIBS   :=
 INSTALL_TARGETS := install-plugin
 
 .PHONY: all check demo bench install install-plugin deps clean
@@ -53,8 +55,8 @@ CORE_PIC   := $(patsubst lib/core/%.cc,$(B)/pic/%.o,$(CORE_SRC))
 SPANK_PIC  := $(patsubst spank/%.c,$(B)/pic/spank_%.o,$(SPANK_SRC))
 
 $(PLUGIN): $(SPANK_PIC) $(CORE_PIC) spank/exports.map
-	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(LDHARDEN) \
-	    -Wl,--version-script=spank/exports.map -ldl $(LDFLAGS)
+	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(PLUGIN_OBJS) $(LDHARDEN) \
+	    -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
 
 # --- unit tests, under AddressSanitizer and UBSan -----------------------------
 $(B)/san/%.o: lib/core/%.cc $(CORE_HDR)
