@@ -157,8 +157,10 @@ Topology Topology::live() {
     out.source_ = "live discovery";
     out.t_.reset(new_topology());
     // Vendor libraries (CUDA, NVML, ROCm SMI, Level Zero, OpenCL, GL) cost
-    // tens to hundreds of milliseconds to load; PCI ids and sysfs suffice.
-    for (const char *c : {"cuda", "nvml", "rsmi", "levelzero", "opencl", "gl"})
+    // tens to hundreds of milliseconds to load, and libpciaccess scans PCI
+    // config space (and leaks): the Linux backend reads PCI ids, locality
+    // and network names from sysfs, which is all closest uses.
+    for (const char *c : {"cuda", "nvml", "rsmi", "levelzero", "opencl", "gl", "pci"})
         hwloc_topology_set_components(out.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
     if (hwloc_topology_load(out.get()) != 0) throw Error("hwloc topology discovery failed: " + errno_text(errno));
     return out;
