@@ -4,7 +4,7 @@
 # Uses build/dist-bind-check when it is built (the merged tool), else the
 # standalone build/dist-bind-plan (same code, tools/check_plan.cc).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 XML=tests/topology/xml
 if [ -x build/dist-bind-check ]; then
     PLAN=(build/dist-bind-check --plan)
