@@ -36,11 +36,14 @@ PLUGIN     := $(B)/spank_dist_bind.so
 # Components add to these from their own build.mk (included below).
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
+BENCH_BINS    :=
 PLUGIN_OBJS   :=
 PLUGIN_LIBS   :=
 INSTALL_TARGETS := install-plugin
 
 .PHONY: all check demo bench install install-plugin deps clean
+# Keep object files make would treat as intermediate.
+.SECONDARY:
 all: build-all
 
 # --- the plugin --------------------------------------------------------------
@@ -90,7 +93,7 @@ demo: deps
 	@tests/lab/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
 	@tests/bench/run.sh
 
 install: $(INSTALL_TARGETS)
@@ -101,3 +104,10 @@ install-plugin: $(PLUGIN)
 
 clean:
 	rm -rf $(B)
+
+# --- benchmarks -------------------------------------------------------------------
+$(B)/bench/bench_plan: tests/bench/bench_plan.c $(CORE_PIC)
+	@mkdir -p $(@D)
+	$(CXX) -x c -std=gnu11 $(OPT) $(WARN) -Ilib/core -c $< -o $@.o
+	$(CXX) -o $@ $@.o $(CORE_PIC)
+BENCH_BINS += $(B)/bench/bench_plan

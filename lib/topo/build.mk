@@ -25,8 +25,6 @@ $(B)/topo/pic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 $(B)/topo/san/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
-# Keep the sanitizer objects: make would delete them as intermediates.
-.SECONDARY: $(TOPO_SAN) $(CORE_SAN)
 
 # The plugin loads the topology in slurmstepd.
 PLUGIN_OBJS += $(TOPO_PIC)
@@ -66,5 +64,6 @@ $(B)/bench/b_topo: tests/bench/b_topo.cc $(TOPO_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_ALL) -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"' -o $@ $< $(TOPO_LIB) $(HWLOC_LIBS) $(LDFLAGS)
 
-BUILD_TARGETS += $(TOPO_LIB) $(B)/dist-bind-plan $(B)/bench/b_topo
+BUILD_TARGETS += $(TOPO_LIB) $(B)/dist-bind-plan
+BENCH_BINS    += $(B)/bench/b_topo
 TEST_BINS     += $(B)/tests/unit_test_topo $(B)/tests/topology_machines
