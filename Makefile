@@ -74,6 +74,20 @@ $(B)/tests/unit_%: tests/unit/%.c tests/unit/*.h $(CORE_SAN)
 
 TEST_BINS  += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c))
 
+# The plugin built with ASan+UBSan, for the sanitized lab run
+# (tests/lab/t_sanitized.py: slurmd/slurmstepd with the runtimes preloaded).
+$(B)/sanpic/%.o: lib/core/%.cc $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -c $< -o $@
+$(B)/sanpic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core -c $< -o $@
+SAN_PLUGIN := $(B)/asan/spank_dist_bind.so
+$(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsubst lib/core/%.cc,$(B)/sanpic/%.o,$(CORE_SRC))
+	@mkdir -p $(@D)
+	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -ldl
+TEST_BINS  += $(SAN_PLUGIN)
+
 -include $(sort $(wildcard lib/*/build.mk tools/build.mk))
 
 .PHONY: build-all
