@@ -39,6 +39,7 @@ TEST_BINS     :=
 BENCH_BINS    :=
 PLUGIN_OBJS   :=
 PLUGIN_LIBS   :=
+PLUGIN_CFLAGS :=
 INSTALL_TARGETS := install-plugin
 
 .PHONY: all check demo bench install install-plugin deps clean
@@ -81,11 +82,11 @@ $(B)/sanpic/%.o: lib/core/%.cc $(CORE_HDR)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -c $< -o $@
 $(B)/sanpic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
 	@mkdir -p $(@D)
-	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core -c $< -o $@
+	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core $(PLUGIN_CFLAGS) -c $< -o $@
 SAN_PLUGIN := $(B)/asan/spank_dist_bind.so
 $(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsubst lib/core/%.cc,$(B)/sanpic/%.o,$(CORE_SRC))
 	@mkdir -p $(@D)
-	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -ldl
+	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl
 TEST_BINS  += $(SAN_PLUGIN)
 
 -include $(sort $(wildcard lib/*/build.mk tools/build.mk))

@@ -27,10 +27,21 @@ $(B)/topo/san/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
 
 # The plugin loads the topology in slurmstepd.
-PLUGIN_OBJS += $(TOPO_PIC)
-PLUGIN_LIBS += $(HWLOC_LIBS)
+PLUGIN_OBJS   += $(TOPO_PIC)
+PLUGIN_LIBS   += $(HWLOC_LIBS)
+PLUGIN_CFLAGS += -Ilib/topo
 $(PLUGIN): $(TOPO_PIC)
 $(SPANK_PIC): lib/topo/db_topo.h
+
+# ... and so does the sanitized plugin of the lab's sanitized run.
+TOPO_SANPIC := $(patsubst lib/topo/%.cc,$(B)/topo/sanpic/%.o,$(TOPO_SRC))
+$(B)/topo/sanpic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
+ifneq ($(SAN_PLUGIN),)
+$(SAN_PLUGIN): $(TOPO_SANPIC)
+$(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)): lib/topo/db_topo.h
+endif
 
 # dist-bind-check (tools/build.mk) links the dry run, tools/check_plan.cc.
 $(TOPO_LIB): $(TOPO_PIC) $(CORE_PIC)

@@ -28,8 +28,9 @@ printf '%s\n' "$line"
 
 DGX2 = os.path.join(ROOT, "tests", "topology", "xml", "nvidiaDGX2.xml")
 
-t = Test("closest")
-with Lab() as lab:
+
+def scenario(t, lab):
+    """The checks in the module docstring, on a running lab (plain or sanitized)."""
     probe = os.path.join(lab.dir, "closest-probe.sh")
     with open(probe, "w") as f:
         f.write(PROBE)
@@ -119,4 +120,10 @@ with Lab() as lab:
     t.ok("cached topology unusable: %s: not an hwloc XML topology" % spool in r.stderr,
          "verbose names the broken cache: %s" % [l for l in r.stderr.splitlines() if "closest" in l][:1])
     check_mapping(t, base, lab.table(job + " --dist-bind=closest"), "closest", bound_own(base), union_gpus(base))
-t.done()
+
+
+if __name__ == "__main__":
+    t = Test("closest")
+    with Lab() as lab:
+        scenario(t, lab)
+    t.done()
