@@ -39,6 +39,9 @@ PLUGIN     := $(B)/spank_dist_bind.so
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
 BENCH_BINS    :=
+PLUGIN_OBJS   :=
+PLUGIN_LIBS   :=
+PLUGIN_CFLAGS :=
 INSTALL_TARGETS := install-plugin install-man
 
 .PHONY: all check demo bench install install-plugin install-man deps clean
@@ -58,8 +61,8 @@ CORE_PIC   := $(patsubst lib/core/%.cc,$(B)/pic/%.o,$(CORE_SRC))
 SPANK_PIC  := $(patsubst spank/%.c,$(B)/pic/spank_%.o,$(SPANK_SRC))
 
 $(PLUGIN): $(SPANK_PIC) $(CORE_PIC) spank/exports.map
-	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(LDHARDEN) \
-	    -Wl,--version-script=spank/exports.map -ldl $(LDFLAGS)
+	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(PLUGIN_OBJS) $(LDHARDEN) \
+	    -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
 
 # --- unit tests, under AddressSanitizer and UBSan -----------------------------
 $(B)/san/%.o: lib/core/%.cc $(CORE_HDR)
@@ -81,11 +84,11 @@ $(B)/sanpic/%.o: lib/core/%.cc $(CORE_HDR)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -c $< -o $@
 $(B)/sanpic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
 	@mkdir -p $(@D)
-	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core -c $< -o $@
+	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core $(PLUGIN_CFLAGS) -c $< -o $@
 SAN_PLUGIN := $(B)/asan/spank_dist_bind.so
 $(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsubst lib/core/%.cc,$(B)/sanpic/%.o,$(CORE_SRC))
 	@mkdir -p $(@D)
-	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -ldl
+	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl
 TEST_BINS  += $(SAN_PLUGIN)
 
 -include $(sort $(wildcard lib/*/build.mk tools/build.mk))
