@@ -45,7 +45,7 @@ for t in "${selected[@]}"; do
     log=$LOGS/$level-$name.log
     start=${EPOCHREALTIME/./}
     case $path in
-        *.py) cmd=(/usr/bin/python3 "$path") ;;
+        *.py) cmd=(env PYTHONUNBUFFERED=1 /usr/bin/python3 "$path") ;;
         *) cmd=("$path") ;;
     esac
     timeout -k 10 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1

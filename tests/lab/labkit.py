@@ -153,7 +153,7 @@ class Lab:
             with open(os.path.join(self.dir, name), "w") as f:
                 f.write(line.rstrip() + "\n")
 
-    def run(self, argv, env=None, timeout=120, input=None):
+    def run(self, argv, env=None, timeout=60, input=None):
         e = dict(self.env)
         if env:
             e.update(env)
@@ -165,7 +165,7 @@ class Lab:
             err = x.stderr.decode() if isinstance(x.stderr, bytes) else (x.stderr or "")
             return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
-    def srun(self, args, cmd, env=None, timeout=120):
+    def srun(self, args, cmd, env=None, timeout=60):
         return self.run(["srun"] + shlex.split(args) + cmd, env=env, timeout=timeout)
 
     def table(self, args, env=None, expect_ok=True):
