@@ -19,19 +19,32 @@ set -euo pipefail
 die() { echo "lab: $*" >&2; exit 1; }
 
 free_port() {
-    # A port nobody listens on, outside dist-bind's default MASTER_PORT range.
+    # A port no socket on this machine uses, below Linux's ephemeral range
+    # (32768+, where outgoing connections take their ports) and outside
+    # dist-bind's default MASTER_PORT range (20000-29999).
     local p
     for _ in $(seq 200); do
-        p=$((40000 + RANDOM % 20000))
-        if ! ss -Htln "sport = :$p" | grep -q .; then echo "$p"; return; fi
+        p=$((10000 + RANDOM % 10000))
+        case " ${USED_PORTS:-} " in *" $p "*) continue ;; esac
+        if ! ss -Hanp "( sport = :$p )" 2>/dev/null | grep -q .; then
+            USED_PORTS="${USED_PORTS:-} $p"
+            echo "$p"
+            return
+        fi
     done
     die "no free port found"
 }
 
-# Wait until `cond` (a command) succeeds, for at most $1 tenths of a second.
+# Wait until a command succeeds, for at most $1 seconds; exit status 2 from
+# the command means it never will.
 wait_for() {
-    local n=$1; shift
-    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+    local deadline=$((SECONDS + $1)) rc; shift
+    while [ $SECONDS -lt $deadline ]; do
+        "$@"; rc=$?
+        [ $rc = 0 ] && return 0
+        [ $rc = 2 ] && return 1
+        sleep 0.1
+    done
     return 1
 }
 
@@ -50,7 +63,7 @@ stop_pidfile() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 0
     pid_alive "$pid" || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
-    wait_for 100 eval "! pid_alive $pid" || kill -KILL "$pid" 2>/dev/null || true
+    wait_for 10 eval "! pid_alive $pid" || kill -KILL "$pid" 2>/dev/null || true
 }
 
 cmd_down() {
@@ -110,9 +123,10 @@ cmd_up() {
     fi
 
     local ctl_port n1_port n2_port
-    ctl_port=$(free_port); n1_port=$(free_port); n2_port=$(free_port)
-    while [ "$n1_port" = "$ctl_port" ]; do n1_port=$(free_port); done
-    while [ "$n2_port" = "$ctl_port" ] || [ "$n2_port" = "$n1_port" ]; do n2_port=$(free_port); done
+    USED_PORTS=""
+    ctl_port=$(free_port); USED_PORTS+=" $ctl_port"
+    n1_port=$(free_port); USED_PORTS+=" $n1_port"
+    n2_port=$(free_port); USED_PORTS+=" $n2_port"
 
     local gres_node=""
     [ "$gpus" -gt 0 ] && gres_node="Gres=gpu:$gpus"
@@ -179,17 +193,46 @@ CONF
             "hostname $n && mount --bind '$d/hosts' /etc/hosts && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
             >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null)"
     done
-    if ! wait_for 300 eval "[ \"\$(sinfo -h -o %t -N 2>/dev/null | sort -u | tr -d '\n')\" = idle ]"; then
-        sinfo -N >&2 || true
-        tail -5 "$d/slurmctld.log" "$d"/node?/slurmd.log >&2 || true
-        cmd_down "$d"
-        die "nodes did not become idle"
+    if ! wait_for 30 lab_ready "$d"; then
+        timeout 5 sinfo -N >&2 || true
+        for f in "$d/slurmctld.log" "$d"/node?/slurmd.log; do
+            [ -f "$f" ] && { echo "== $f" >&2; tail -n 5 "$f" >&2; }
+        done
+        return 1
     fi
     echo "$d"
 }
 
+# Both nodes idle; fails at once (instead of waiting) if a daemon died.
+lab_ready() {
+    local d=$1 f
+    for f in "$d/slurmctld.pid" "$d/node1/slurmd.pid" "$d/node2/slurmd.pid"; do
+        if [ -s "$f" ] && ! pid_alive "$(cat "$f")"; then
+            echo "lab: the daemon of $f died" >&2
+            return 2
+        fi
+    done
+    [ "$(timeout 5 sinfo -h -o %t -N 2>/dev/null | sort -u | tr -d '\n')" = idle ]
+}
+
+# Ports are picked at random and checked, but another process can take one
+# before our daemon binds it: start again with new ports a few times.
+cmd_up_retry() {
+    local try d given=""
+    for a in "$@"; do [ "$a" = --dir ] && given=1; done
+    [ -z "$given" ] || { cmd_up "$@"; return; }
+    for try in 1 2 3; do
+        d=$(mktemp -d /tmp/dist-bind-lab.XXXXXX)
+        if (cmd_up "$@" --dir "$d"); then return 0; fi
+        echo "lab: start $try failed, retrying with new ports" >&2
+        [ -f "$d/slurm.conf" ] && LAB_KEEP= cmd_down "$d"
+        rm -rf "$d"
+    done
+    die "the lab did not start (see messages above)"
+}
+
 case ${1:-} in
-    up) shift; cmd_up "$@" ;;
+    up) shift; cmd_up_retry "$@" ;;
     down) shift; cmd_down "$@" ;;
     *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] | lab.sh down DIR" >&2; exit 2 ;;
 esac
