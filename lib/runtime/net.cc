@@ -219,8 +219,14 @@ IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body,
     put_le(h + 6, op, 2);
     put_le(h + 8, seq, 4);
     put_le(h + 12, len, 4);
+    // One write for small messages, so a reader never sees half of one.
+    if (len <= 65536) {
+        std::vector<uint8_t> all(h, h + kHeader);
+        if (len) all.insert(all.end(), static_cast<const uint8_t *>(body), static_cast<const uint8_t *>(body) + len);
+        return write_all(fd, all.data(), all.size(), d);
+    }
     IoResult r = write_all(fd, h, kHeader, d);
-    if (r.ok() && len) r = write_all(fd, static_cast<const uint8_t *>(body), len, d);
+    if (r.ok()) r = write_all(fd, static_cast<const uint8_t *>(body), len, d);
     return r;
 }
 

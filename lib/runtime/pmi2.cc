@@ -140,6 +140,7 @@ class Pmi2Exchange final : public Exchange {
             fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
                                        " by its variables, but PMI2 says rank " + std::to_string(s_->rank) + " of " +
                                        std::to_string(s_->size) + ": the variables do not belong to this step");
+        begin("barrier");
         run("the set-up check", [] { return Result(); }, true);
     }
 

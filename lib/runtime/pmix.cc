@@ -192,14 +192,14 @@ class PmixExchange final : public Exchange {
     void broadcast(void *buf, size_t len, int root) override {
         std::string what = begin("broadcast");
         put(c_.rank == root ? buf : nullptr, c_.rank == root ? len : 0);
-        fence(what, true);
+        fence(what);
         if (c_.rank != root) fetch(what, root, buf, len);
     }
 
     void allgather(const void *send, size_t len, void *recv) override {
         std::string what = begin("allgather");
         put(send, len);
-        fence(what, true);
+        fence(what);
         for (int r = 0; r < c_.world; r++) {
             uint8_t *dst = static_cast<uint8_t *>(recv) + static_cast<size_t>(r) * len;
             if (r == c_.rank) {
@@ -233,7 +233,7 @@ class PmixExchange final : public Exchange {
         std::string what = begin("barrier");
         if (name) what = name;
         put(nullptr, 0);
-        fence(what, false);
+        fence(what);
     }
 
     // Every collective puts a key, also when it carries nothing: it is the
@@ -249,12 +249,15 @@ class PmixExchange final : public Exchange {
         if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_UNAVAILABLE, "PMIx_Put/Commit failed: " + s_->err(rc));
     }
 
-    void fence(const std::string &what, bool collect) {
+    // Always a collecting fence: Slurm 22.05's fence without data
+    // collection lets a node through before every other node has arrived,
+    // so only a collecting one is a barrier there.
+    void fence(const std::string &what) {
         auto w = std::make_shared<Waiter>();
         std::memset(w->info, 0, sizeof w->info);
         load_key(w->info[0].key, PMIX_COLLECT_DATA);
         w->info[0].value.type = PMIX_BOOL;
-        w->info[0].value.data.flag = collect;
+        w->info[0].value.data.flag = true;
         pmix_proc_t all = proc_of(*s_, PMIX_RANK_WILDCARD);
         auto *hold = new std::shared_ptr<Waiter>(w);
         pmix_status_t rc = s_->fence_nb(&all, 1, w->info, 1, fence_done, hold);

@@ -272,6 +272,10 @@ class TcpExchange final : public Exchange {
         down(op, what, t0, {});
     }
 
+    // Once a message has begun to arrive, the rest of it gets its own time:
+    // it may begin just as the collective's deadline passes.
+    Deadline rest_of_message() const { return Deadline::in(std::max(2.0, c_.timeout_s)); }
+
     double margin() const {
         int height = tree_.depth(c_.world - 1);
         return std::min(0.5, c_.timeout_s / (4.0 * (height + 1)));
@@ -360,14 +364,14 @@ class TcpExchange final : public Exchange {
             if (at < 0) break;
             Message m;
             if (who[at] < 0) {
-                IoResult r = recv_msg(parent_.link.fd(), m, dmsg);
+                IoResult r = recv_msg(parent_.link.fd(), m, rest_of_message());
                 if (!r.ok()) lost(what, parent_.rank, r);
                 if (m.type == Msg::Abort) on_abort(m, parent_.rank);
                 mismatch(what, parent_.rank, m);
             }
             size_t i = static_cast<size_t>(who[at]);
             int ch = children_[i].rank;
-            IoResult r = recv_msg(children_[i].link.fd(), m, dmsg);
+            IoResult r = recv_msg(children_[i].link.fd(), m, rest_of_message());
             if (!r.ok()) lost(what, ch, r);
             if (m.type == Msg::Abort) on_abort(m, ch);
             if (m.type == Msg::Missing) {
@@ -432,7 +436,7 @@ class TcpExchange final : public Exchange {
         send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, w.data().data(), w.data().size(), d);
         if (wait_readable({parent_.link.fd()}, d) == 0) {
             Message m;
-            if (recv_msg(parent_.link.fd(), m, d).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
+            if (recv_msg(parent_.link.fd(), m, rest_of_message()).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
         }
         spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank " + std::to_string(c_.rank) + ")");
     }
@@ -456,7 +460,7 @@ class TcpExchange final : public Exchange {
                                std::to_string(c_.rank) + ")");
                 Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];
                 Message m;
-                IoResult r = recv_msg(from.link.fd(), m, dmsg);
+                IoResult r = recv_msg(from.link.fd(), m, rest_of_message());
                 if (!r.ok()) lost(what, from.rank, r);
                 if (m.type == Msg::Abort) on_abort(m, from.rank);
                 if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second)
