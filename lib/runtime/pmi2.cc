@@ -25,22 +25,10 @@ namespace db::rt {
 
 bool pmi2_has_server(const Env &env) { return env.get("PMI_FD") != nullptr; }
 
-#ifndef DB_HAVE_PMI2
+// URL-safe base64 without padding: PMI2's wire format reserves ';' and '='.
+static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-std::unique_ptr<Exchange> make_pmi2(const ExchangeConfig &) {
-    fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without PMI2 support (slurm/pmi2.h was not found)");
-}
-
-#else
-
-namespace {
-
-// Raw bytes per chunk: 4/3 of it stays well under PMI2_MAX_VALLEN.
-constexpr size_t kChunk = 600;
-
-const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-std::string encode(const uint8_t *p, size_t n) {
+std::string b64_encode_bytes(const uint8_t *p, size_t n) {
     std::string out;
     out.reserve((n + 2) / 3 * 4);
     for (size_t i = 0; i < n; i += 3) {
@@ -55,7 +43,7 @@ std::string encode(const uint8_t *p, size_t n) {
     return out;
 }
 
-bool decode(const char *s, size_t n, std::vector<uint8_t> &out) {
+bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out) {
     auto val = [](char c) -> int {
         const char *at = std::strchr(kB64, c);
         return c && at ? static_cast<int>(at - kB64) : -1;
@@ -75,6 +63,20 @@ bool decode(const char *s, size_t n, std::vector<uint8_t> &out) {
     }
     return true;
 }
+
+
+#ifndef DB_HAVE_PMI2
+
+std::unique_ptr<Exchange> make_pmi2(const ExchangeConfig &) {
+    fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without PMI2 support (slurm/pmi2.h was not found)");
+}
+
+#else
+
+namespace {
+
+// Raw bytes per chunk: 4/3 of it stays well under PMI2_MAX_VALLEN.
+constexpr size_t kChunk = 600;
 
 struct Session {
     void *dl = nullptr;
@@ -228,7 +230,7 @@ class Pmi2Exchange final : public Exchange {
         size_t chunks = len ? (len + kChunk - 1) / kChunk : 1;
         for (size_t i = 0; i < chunks; i++) {
             size_t off = i * kChunk, n = std::min(kChunk, len - std::min(len, off));
-            std::string v = (i == 0 ? std::to_string(len) + "," : std::string()) + encode(b.data() + off, n);
+            std::string v = (i == 0 ? std::to_string(len) + "," : std::string()) + b64_encode_bytes(b.data() + off, n);
             int rc = x.s->put(key(x.seq, x.rank, i).c_str(), v.c_str());
             if (rc != PMI2_SUCCESS)
                 return {DISTBIND_ERR_UNAVAILABLE, "PMI2_KVS_Put failed with code " + std::to_string(rc)};
@@ -258,7 +260,7 @@ class Pmi2Exchange final : public Exchange {
                                                       " bytes but rank " + std::to_string(x.rank) + " expected " +
                                                       std::to_string(len) + " (every rank must pass the same size and root)");
             }
-            if (!decode(data, std::strlen(data), got))
+            if (!b64_decode_bytes(data, std::strlen(data), got))
                 return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data");
             if (got.size() >= total) break;
         }

@@ -123,6 +123,10 @@ struct PmixPlace {
 // `keep` holds the PMIx client up (for the exchange that usually follows).
 PmixPlace pmix_place(std::shared_ptr<void> &keep);
 
+// PMI2's encoding of bytes (pmi2.cc).
+std::string b64_encode_bytes(const uint8_t *p, size_t n);
+bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out);
+
 // "1, 3, 5-9": ranks for messages, shortened when there are many.
 std::string rank_list(const std::vector<int> &ranks);
 
