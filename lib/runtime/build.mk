@@ -69,8 +69,15 @@ $(B)/tests/gpu_%: tests/gpu/%.c lib/runtime/distbind.h $(RT_LIB)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(OPT) $(WARN) -Ilib/runtime $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
 
+$(B)/rt-tests/gpu_%: tests/gpu/helpers/%.c lib/runtime/distbind.h $(RT_LIB)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(OPT) $(WARN) -Ilib/runtime $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
+
+RT_GPU_TESTS := $(patsubst tests/gpu/%.c,$(B)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
+                $(patsubst tests/gpu/helpers/%.c,$(B)/rt-tests/gpu_%,$(wildcard tests/gpu/helpers/*.c))
+
 BUILD_TARGETS   += $(RT_LIB) $(RT_ARCHIVE) $(RT_WORKER)
-TEST_BINS       += $(RT_WORKER)_san $(patsubst tests/gpu/%.c,$(B)/tests/gpu_%,$(wildcard tests/gpu/*.c))
+TEST_BINS       += $(RT_WORKER)_san $(RT_GPU_TESTS)
 INSTALL_TARGETS += install-runtime
 
 .PHONY: install-runtime

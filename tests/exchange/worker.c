@@ -80,6 +80,17 @@ static void roundtrip(void) {
     check(distbind_broadcast(db, &v, sizeof v, world - 1), "broadcast from the last rank");
     if (v != 424242 + world) wrong("broadcast from rank %d gave %d", world - 1, v);
 
+    /* Bigger than one PMI2 value: travels in chunks there. */
+    enum { kBig = 1500 };
+    unsigned char *big = malloc(kBig), *bigs = malloc((size_t)world * kBig);
+    for (int i = 0; i < kBig; i++) big[i] = (unsigned char)(rank * 31 + i);
+    check(distbind_allgather(db, big, kBig, bigs), "large allgather");
+    for (int r = 0; r < world; r++)
+        for (int i = 0; i < kBig; i++)
+            if (bigs[(size_t)r * kBig + i] != (unsigned char)(r * 31 + i)) wrong("large allgather: rank %d byte %d", r, i);
+    free(big);
+    free(bigs);
+
     /* Zero bytes is legal. */
     check(distbind_allgather(db, NULL, 0, NULL), "empty allgather");
     check(distbind_barrier(db), "barrier");
