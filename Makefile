@@ -12,6 +12,8 @@ DESTDIR    ?=
 MULTIARCH  ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null)
 LIBDIR     ?= $(PREFIX)/lib/$(MULTIARCH)
 SLURM_PLUGINDIR ?= $(LIBDIR)/slurm-wlm
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+MANDIR     ?= $(PREFIX)/share/man
 B          := build
 
 CC         ?= gcc
@@ -20,8 +22,8 @@ HARDEN     := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
 WARN       := -Wall -Wextra
 OPT        ?= -O2 -g
 # The glue keeps default visibility: the version script picks its exports.
-CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) -Ilib/core $(CFLAGS)
-CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden -Ilib/core $(CXXFLAGS)
+CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) -Ilib/core $(CPPFLAGS) $(CFLAGS)
+CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden -Ilib/core $(CPPFLAGS) $(CXXFLAGS)
 LDHARDEN   := -Wl,-z,relro -Wl,-z,now -Wl,--as-needed
 SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
@@ -36,9 +38,15 @@ PLUGIN     := $(B)/spank_dist_bind.so
 # Components add to these from their own build.mk (included below).
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
-INSTALL_TARGETS := install-plugin
+BENCH_BINS    :=
+PLUGIN_OBJS   :=
+PLUGIN_LIBS   :=
+PLUGIN_CFLAGS :=
+INSTALL_TARGETS := install-plugin install-man
 
-.PHONY: all check demo bench install install-plugin deps clean
+.PHONY: all check demo bench install install-plugin install-man deps clean
+# Keep object files make would treat as intermediate.
+.SECONDARY:
 all: build-all
 
 # --- the plugin --------------------------------------------------------------
@@ -53,8 +61,8 @@ CORE_PIC   := $(patsubst lib/core/%.cc,$(B)/pic/%.o,$(CORE_SRC))
 SPANK_PIC  := $(patsubst spank/%.c,$(B)/pic/spank_%.o,$(SPANK_SRC))
 
 $(PLUGIN): $(SPANK_PIC) $(CORE_PIC) spank/exports.map
-	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(LDHARDEN) \
-	    -Wl,--version-script=spank/exports.map -ldl $(LDFLAGS)
+	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(PLUGIN_OBJS) $(LDHARDEN) \
+	    -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
 
 # --- unit tests, under AddressSanitizer and UBSan -----------------------------
 $(B)/san/%.o: lib/core/%.cc $(CORE_HDR)
@@ -68,6 +76,20 @@ $(B)/tests/unit_%: tests/unit/%.c tests/unit/*.h $(CORE_SAN)
 	$(CXX) $(SAN) -o $@ $@.o $(CORE_SAN) $(CHECK_LIBS)
 
 TEST_BINS  += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c))
+
+# The plugin built with ASan+UBSan, for the sanitized lab run
+# (tests/lab/t_sanitized.py: slurmd/slurmstepd with the runtimes preloaded).
+$(B)/sanpic/%.o: lib/core/%.cc $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -c $< -o $@
+$(B)/sanpic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core $(PLUGIN_CFLAGS) -c $< -o $@
+SAN_PLUGIN := $(B)/asan/spank_dist_bind.so
+$(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsubst lib/core/%.cc,$(B)/sanpic/%.o,$(CORE_SRC))
+	@mkdir -p $(@D)
+	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl
+TEST_BINS  += $(SAN_PLUGIN)
 
 -include $(sort $(wildcard lib/*/build.mk tools/build.mk))
 
@@ -88,14 +110,30 @@ demo: deps
 	@tests/lab/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
 	@tests/bench/run.sh
 
 install: $(INSTALL_TARGETS)
 
 install-plugin: $(PLUGIN)
-	install -d $(DESTDIR)$(SLURM_PLUGINDIR)
+	install -d $(DESTDIR)$(SLURM_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_dist_bind.so
+	sed 's|@PLUGINDIR@|$(SLURM_PLUGINDIR)|' packaging/plugstack.d-dist-bind.conf \
+	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+
+install-man:
+	for s in 1 3 8; do \
+	    for m in packaging/man/*.$$s; do [ -f "$$m" ] || continue; \
+	        install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/; done; \
+	done
 
 clean:
 	rm -rf $(B)
+
+# --- benchmarks -------------------------------------------------------------------
+$(B)/bench/bench_plan: tests/bench/bench_plan.c $(CORE_PIC)
+	@mkdir -p $(@D)
+	$(CXX) -x c -std=gnu11 $(OPT) $(WARN) -Ilib/core -c $< -o $@.o
+	$(CXX) -o $@ $@.o $(CORE_PIC)
+BENCH_BINS += $(B)/bench/bench_plan

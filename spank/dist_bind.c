@@ -38,6 +38,9 @@ static int user_context(void) {
  * required or optional. */
 static int opt_cb(int val, const char *optarg, int remote) {
     const char *v = optarg ? optarg : "";
+    /* sbatch/salloc hand a valueless option to their steps as the text
+     * "(null)" (Slurm formats the NULL optarg into the environment). */
+    if (strcmp(v, "(null)") == 0) v = "";
     (void)val;
     (void)remote;
     db_glue.opt_given = 1;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "closest.h"
 #include "glue.h"
 
 static const char *const *job_env(spank_t sp) {
@@ -55,10 +56,15 @@ int db_remote_user_init(spank_t sp) {
     }
     if (!db_node_plan_active(db_glue.node))
         slurm_debug(DB_PREFIX "inactive: %s", db_node_plan_skip_reason(db_glue.node));
+    else if (eff.mode == DB_MODE_CLOSEST)
+        db_remote_closest(sp, &in, db_glue.node); /* the topology, once per node */
     return 0;
 fail:
+    /* Each task will exit 1 in task_init instead.  Returning -1 here would
+     * make slurmstepd abort the launch, which srun (22.05) reports as
+     * "could not execve" and then exits 0 as if the step had succeeded. */
     db_glue.node_failed = 1;
-    return -1;
+    return 0;
 }
 
 /* A task whose mapping failed must not run: an optional plugin's error

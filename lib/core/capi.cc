@@ -102,6 +102,21 @@ const char *db_node_plan_skip_reason(const db_node_plan *np) {
 
 void db_node_plan_free(db_node_plan *np) { delete np; }
 
+size_t db_node_plan_gpu_count(const db_node_plan *np) {
+    return np && !np->gpus.empty() ? np->gpus[0].step.size() : 0;
+}
+
+const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i) {
+    return i < db_node_plan_gpu_count(np) ? np->gpus[0].step[i].c_str() : nullptr;
+}
+
+int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen) {
+    return guarded(err, errlen, [&] {
+        if (!np || !c) throw db::Error("closest: no plan or no choice");
+        db::set_closest(*np, *c);
+    });
+}
+
 int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err,
                      size_t errlen) {
     *out = nullptr;

@@ -101,6 +101,24 @@ typedef struct db_node_input {
     const char *const *env; /* the step's environment here, NAME=VALUE, NULL-ended */
 } db_node_input;
 
+/* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes
+ * it once per node (slurmstepd, user_init) and hands it to the plan, which
+ * stays free of hwloc.  Positions index the step's GPU list on this node
+ * as the plan reads it (db_node_plan_gpu_id). */
+typedef struct db_closest_task {
+    const size_t *gpus; /* the task's own GPUs, as positions, nearest first */
+    size_t ngpus;       /* the same for every task of the node */
+    int numa;           /* the task's NUMA node (OS index), -1 if unknown */
+    const char *nics;   /* network devices near its GPUs ("mlx5_0,mlx5_1"); NULL or "" if none */
+} db_closest_task;
+
+typedef struct db_closest_input {
+    const char *source;   /* where the topology came from, how GPUs were matched (for verbose) */
+    const char *fallback; /* non-NULL: no choice, closest acts as rank; why (for verbose) */
+    const db_closest_task *tasks; /* one per local task, by local rank */
+    size_t ntasks;
+} db_closest_input;
+
 /* What the glue knows per task (slurmstepd, task_init). */
 typedef struct db_task_input {
     uint32_t global_rank;
@@ -121,6 +139,13 @@ int db_node_plan_active(const db_node_plan *np);
 /* Why the plan is inactive, or NULL. */
 const char *db_node_plan_skip_reason(const db_node_plan *np);
 void db_node_plan_free(db_node_plan *np);
+
+/* The step's GPUs on this node as the plan reads them (0 when none). */
+size_t db_node_plan_gpu_count(const db_node_plan *np);
+const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);
+/* Give a closest-mode plan the node's choice (or the reason there is
+ * none).  On error the plan is unchanged and closest acts as rank. */
+int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen);
 
 /* The variables for one task. */
 int db_task_plan_new(const db_node_plan *np, const db_task_input *in,

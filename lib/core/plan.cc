@@ -120,8 +120,6 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
                     " GPUs of the step (" + np.gpus[0].name + "=" + join(np.gpus[0].step) +
                     "): add \"share\" (--dist-bind=" + db_mode_name(m) +
                     ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
-    if (m == DB_MODE_CLOSEST)
-        np.notes.push_back("closest: no topology information for these GPUs, choosing as rank");
 }
 
 // Position of each of `own` in `step`.
@@ -203,6 +201,14 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
     if (env_get(in.env, DB_RANK0_HINT)) tp.unset.emplace_back(DB_RANK0_HINT);
 
     std::vector<std::string> notes = np.notes;
+    if (np.req.mode == DB_MODE_CLOSEST && !np.gpus.empty()) {
+        if (np.closest.chosen)
+            notes.push_back("closest: " + np.closest.source);
+        else
+            notes.push_back("closest: no topology information for these GPUs" +
+                            (np.closest.fallback.empty() ? std::string() : " (" + np.closest.fallback + ")") +
+                            ", choosing as rank");
+    }
     std::string gpus_shown = "none", visible_shown = "unset", device_shown = "none";
     const char *task_list = np.gpus.empty() ? nullptr : env_get(in.env, np.gpus[0].name.c_str());
     if (!np.gpus.empty() && !task_list)
@@ -216,11 +222,17 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
                 throw Error(quoted(np.gpus[0].name, task_list) + ": GPU " + g +
                             " is not one of the step's GPUs on node " + np.host + " (" + join(step) + ")");
 
-        // The task's own GPUs: what Slurm bound it to, else the local_rank-th
-        // of the step's GPUs (a node's only task owns them all).
+        // The task's own GPUs: in closest mode the node's topology choice;
+        // else what Slurm bound it to, else the local_rank-th of the step's
+        // GPUs (a node's only task owns them all).
         std::vector<size_t> own;
         const bool bound = mine != step || np.local_ntasks == 1;
-        if (bound) {
+        const ClosestTask *near = np.req.mode == DB_MODE_CLOSEST && np.closest.chosen
+                                      ? &np.closest.tasks[in.local_rank]
+                                      : nullptr;
+        if (near) {
+            own = near->gpus;
+        } else if (bound) {
             own = positions(step, mine);
         } else {
             own.push_back(in.local_rank % n);
@@ -274,6 +286,18 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         set("DIST_BIND_DEVICE", std::to_string(device));
         set("DIST_BIND_GPUS", pick(step, own));
+        if (near) {
+            // Where the task sits; a value the user exported wins.
+            auto where = [&](const char *name, const std::string &value) {
+                if (value.empty()) return;
+                if (env_get(in.env, name))
+                    notes.push_back(std::string(name) + " set by user wins over " + value);
+                else
+                    set(name, value);
+            };
+            where("DIST_BIND_NUMA", near->numa >= 0 ? std::to_string(near->numa) : std::string());
+            where("DIST_BIND_NICS", near->nics);
+        }
         gpus_shown = pick(step, own);
         visible_shown = m == DB_MODE_ENV ? std::string(task_list) : pick(step, visible);
         device_shown = std::to_string(device);
@@ -288,6 +312,43 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         for (const std::string &n : notes) tp.verbose += "; " + n;
     }
     return tp;
+}
+
+void set_closest(NodePlan &np, const db_closest_input &c) {
+    Closest out;
+    if (c.source) out.source = c.source;
+    if (c.fallback) {
+        out.fallback = c.fallback;
+        np.closest = std::move(out);
+        return;
+    }
+    if (np.req.mode != DB_MODE_CLOSEST || !np.active) throw Error("closest: the plan is not in closest mode");
+    if (np.gpus.empty()) throw Error("closest: the step has no GPUs on this node");
+    const size_t n = np.gpus[0].step.size();
+    if (c.ntasks != np.local_ntasks || (c.ntasks && !c.tasks))
+        throw Error("closest: a choice for " + std::to_string(c.ntasks) + " tasks, but node " + np.host + " runs " +
+                    std::to_string(np.local_ntasks));
+    std::vector<bool> used(n, false);
+    for (size_t t = 0; t < c.ntasks; t++) {
+        const db_closest_task &ct = c.tasks[t];
+        if (ct.ngpus == 0 || !ct.gpus || ct.ngpus != c.tasks[0].ngpus)
+            throw Error("closest: task " + std::to_string(t) + " got " + std::to_string(ct.ngpus) +
+                        " GPUs; every task needs the same number, at least 1");
+        ClosestTask task;
+        for (size_t i = 0; i < ct.ngpus; i++) {
+            const size_t p = ct.gpus[i];
+            if (p >= n || used[p])
+                throw Error("closest: task " + std::to_string(t) + " got GPU position " + std::to_string(p) +
+                            (p >= n ? " of " + std::to_string(n) : " twice"));
+            used[p] = true;
+            task.gpus.push_back(p);
+        }
+        task.numa = ct.numa < 0 ? -1 : ct.numa;
+        if (ct.nics) task.nics = ct.nics;
+        out.tasks.push_back(std::move(task));
+    }
+    out.chosen = true;
+    np.closest = std::move(out);
 }
 
 }  // namespace db

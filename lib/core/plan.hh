@@ -20,6 +20,19 @@ struct GpuVar {
     std::vector<std::string> step;
 };
 
+// closest: what lib/topo chose for each local task (positions in gpus[0].step).
+struct ClosestTask {
+    std::vector<size_t> gpus;
+    int numa = -1;
+    std::string nics;
+};
+struct Closest {
+    bool chosen = false;
+    std::string source;    // for verbose: topology source, GPU matching
+    std::string fallback;  // for verbose: why closest acts as rank
+    std::vector<ClosestTask> tasks;
+};
+
 struct NodePlan {
     bool active = false;
     std::string skip_reason;
@@ -35,6 +48,8 @@ struct NodePlan {
     // [0] is the primary list; the others are rewritten to match it.
     std::vector<GpuVar> gpus;
 
+    Closest closest;  // closest mode only
+
     std::vector<std::string> notes;  // for the verbose line
 };
 
@@ -46,6 +61,9 @@ struct TaskPlan {
 
 NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
 TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
+// Checks the choice against the plan (task count, positions, one k) and
+// stores it; throws db::Error and leaves `np` as it was when it does not fit.
+void set_closest(NodePlan &np, const db_closest_input &c);
 
 // MASTER_PORT from the admin's range when nothing else gives one: distinct
 // for consecutive step ids of one job, spread over jobs.

@@ -8,6 +8,9 @@
 #                  gets SLURM_STEP_RESV_PORTS)
 #   lab.sh down DIR
 #
+# LAB_SLURMD_ENV="K=V ..." is added to slurmd's (and so slurmstepd's)
+# environment, e.g. to preload a sanitizer runtime.
+#
 # Everything lives under DIR (state, spool, logs, pid files, sockets); `down`
 # stops only the daemons whose pid files are there. Tests use lib.sh, which
 # wraps this with a trap so the lab is torn down also when a test fails.
@@ -173,7 +176,7 @@ CONF
     for n in node1 node2; do
         mkdir -p "$d/$n/spool"
         unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && exec slurmd -N $n" \
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
             >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null)"
     done
     if ! wait_for 300 eval "[ \"\$(sinfo -h -o %t -N 2>/dev/null | sort -u | tr -d '\n')\" = idle ]"; then

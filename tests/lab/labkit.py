@@ -21,6 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(ROOT, "build", "spank_dist_bind.so"))
 PROBE = os.path.join(HERE, "probe.sh")
+SAN_PLUGIN = os.path.join(ROOT, "build", "asan", "spank_dist_bind.so")
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 # The variables a task reports; see probe.sh.
 FIELDS = [
@@ -76,28 +78,63 @@ class Test:
 
 
 class Lab:
-    def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False):
+    def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None):
+        """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
+        the sanitized plugin build, logging reports into that directory
+        (srun keeps the plain build: its process is not sanitized)."""
         require_lab()
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
+        self.sanitize_dir = sanitize_dir
         self.dir = None
+
+    def _slurmd_env(self):
+        d = self.sanitize_dir
+        supp = os.path.join(d, "lsan.supp")
+        with open(supp, "w") as f:  # Slurm's own allocations, not ours
+            f.write("leak:libslurmfull.so\nleak:slurmstepd\nleak:slurmd\n")
+        # libstdc++ must be loaded before ASan intercepts __cxa_throw, or an
+        # exception thrown in the dlopen'ed plugin trips ASan itself.
+        return " ".join([
+            "LD_PRELOAD=%s/libasan.so.8:%s/libubsan.so.1:%s/libstdc++.so.6" % (LIBDIR, LIBDIR, LIBDIR),
+            "ASAN_OPTIONS=detect_leaks=1:log_path=%s/asan" % d,
+            "LSAN_OPTIONS=suppressions=%s" % supp,
+            "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=%s/ubsan" % d,
+        ])
 
     def __enter__(self):
         cmd = [os.path.join(HERE, "lab.sh"), "up", "--cpus", str(self.cpus), "--gpus", str(self.gpus)]
         if self.resv_ports:
             cmd.append("--resv-ports")
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = dict(os.environ)
+        if self.sanitize_dir:
+            env["LAB_SLURMD_ENV"] = self._slurmd_env()
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         if r.returncode != 0:
             print(r.stderr)
             raise RuntimeError("lab did not start")
         self.dir = r.stdout.strip().splitlines()[-1]
-        self.env = dict(os.environ, SLURM_CONF=os.path.join(self.dir, "slurm.conf"))
-        for k in list(self.env):
-            if k.startswith(("SLURM_", "SPANK_", "MASTER_", "DIST_BIND_")) and k != "SLURM_CONF":
-                del self.env[k]
+        conf = os.path.join(self.dir, "slurm.conf")
         # A private copy: a running slurmd keeps its plugin open.
         self.plugin = os.path.join(self.dir, "spank_dist_bind.so")
         shutil.copy(PLUGIN, self.plugin)
+        self.node_plugin = self.plugin
+        if self.sanitize_dir:
+            self.node_plugin = os.path.join(self.dir, "spank_dist_bind.asan.so")
+            shutil.copy(SAN_PLUGIN, self.node_plugin)
+            # Client commands read a copy of slurm.conf naming a plugstack
+            # with the plain build; slurmd and slurmstepd read the original.
+            client = os.path.join(self.dir, "slurm-client.conf")
+            with open(conf) as f, open(client, "w") as g:
+                for line in f:
+                    if line.startswith("PlugStackConfig="):
+                        line = "PlugStackConfig=%s\n" % os.path.join(self.dir, "plugstack-client.conf")
+                    g.write(line)
+            conf = client
+        self.env = dict(os.environ, SLURM_CONF=conf)
+        for k in list(self.env):
+            if k.startswith(("SLURM_", "SPANK_", "MASTER_", "DIST_BIND_")) and k != "SLURM_CONF":
+                del self.env[k]
         self.plugstack(self.initial[1], self.initial[0])
         return self
 
@@ -108,16 +145,25 @@ class Lab:
 
     def plugstack(self, args="", kind="required", raw=None):
         """Rewrite plugstack.conf; srun and slurmstepd re-read it per job."""
-        line = raw if raw is not None else "%s %s %s" % (kind, self.plugin, args)
-        with open(os.path.join(self.dir, "plugstack.conf"), "w") as f:
-            f.write(line.rstrip() + "\n")
+        files = [("plugstack.conf", self.node_plugin)]
+        if self.sanitize_dir:
+            files.append(("plugstack-client.conf", self.plugin))
+        for name, so in files:
+            line = raw if raw is not None else "%s %s %s" % (kind, so, args)
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(line.rstrip() + "\n")
 
     def run(self, argv, env=None, timeout=120, input=None):
         e = dict(self.env)
         if env:
             e.update(env)
-        return subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=timeout, input=input, cwd=self.dir)
+        try:
+            return subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  timeout=timeout, input=input, cwd=self.dir)
+        except subprocess.TimeoutExpired as x:  # a hang is a failure, reported like one
+            out = x.stdout.decode() if isinstance(x.stdout, bytes) else (x.stdout or "")
+            err = x.stderr.decode() if isinstance(x.stderr, bytes) else (x.stderr or "")
+            return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
     def srun(self, args, cmd, env=None, timeout=120):
         return self.run(["srun"] + shlex.split(args) + cmd, env=env, timeout=timeout)

@@ -1,0 +1,80 @@
+# lib/topo: hwloc topology and the closest choice (--dist-bind=closest).
+# Included by the top Makefile.  Builds:
+#   $(B)/libdbtopo.a        PIC topology + core objects, for dist-bind-check
+#   topology objects        linked into the plugin (PLUGIN_OBJS/PLUGIN_LIBS)
+#   $(B)/dist-bind-plan     the dry run on its own (= dist-bind-check --plan)
+#   tests: unit_test_topo, topology_machines (ASan/UBSan); bench: $(B)/bench/b_topo
+
+HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
+
+TOPO_SRC  := $(wildcard lib/topo/*.cc)
+TOPO_HDR  := $(wildcard lib/topo/*.h lib/topo/*.hh)
+TOPO_PIC  := $(patsubst lib/topo/%.cc,$(B)/topo/pic/%.o,$(TOPO_SRC))
+TOPO_SAN  := $(patsubst lib/topo/%.cc,$(B)/topo/san/%.o,$(TOPO_SRC))
+TOPO_LIB  := $(B)/libdbtopo.a
+TOPO_TEST_XML := $(abspath tests/topology/xml)
+
+# The glue and the tools include db_topo.h / topo.hh.
+CFLAGS_ALL   += -Ilib/topo
+CXXFLAGS_ALL += -Ilib/topo $(HWLOC_CFLAGS)
+
+$(B)/topo/pic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
+$(B)/topo/san/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
+
+# The plugin loads the topology in slurmstepd.
+PLUGIN_OBJS   += $(TOPO_PIC)
+PLUGIN_LIBS   += $(HWLOC_LIBS)
+PLUGIN_CFLAGS += -Ilib/topo
+$(PLUGIN): $(TOPO_PIC)
+$(SPANK_PIC): lib/topo/db_topo.h
+
+# ... and so does the sanitized plugin of the lab's sanitized run.
+TOPO_SANPIC := $(patsubst lib/topo/%.cc,$(B)/topo/sanpic/%.o,$(TOPO_SRC))
+$(B)/topo/sanpic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
+ifneq ($(SAN_PLUGIN),)
+$(SAN_PLUGIN): $(TOPO_SANPIC)
+$(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)): lib/topo/db_topo.h
+endif
+
+# dist-bind-check (tools/build.mk) links the dry run, tools/check_plan.cc.
+$(TOPO_LIB): $(TOPO_PIC) $(CORE_PIC)
+	@rm -f $@
+	$(AR) rcs $@ $^
+CHECK_TOOL_LIBS += $(TOPO_LIB) $(HWLOC_LIBS)
+$(B)/dist-bind-check: $(TOPO_LIB)
+
+$(B)/topo/check_plan.o: tools/check_plan.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
+$(B)/topo/dist_bind_plan.o: lib/topo/driver/dist_bind_plan.cc
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
+$(B)/dist-bind-plan: $(B)/topo/dist_bind_plan.o $(B)/topo/check_plan.o $(TOPO_LIB)
+	$(CXX) -o $@ $^ $(LDHARDEN) $(HWLOC_LIBS) $(LDFLAGS)
+
+# Tests: the real topology code under the sanitizers, XML from the tree.
+TOPO_TEST_CFLAGS = -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(CHECK_FLAGS) \
+    -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"'
+$(B)/tests/unit_test_topo: tests/unit/test_topo.c tests/unit/*.h $(TOPO_SAN) $(CORE_SAN)
+	@mkdir -p $(@D)
+	$(CXX) $(TOPO_TEST_CFLAGS) -c $< -o $@.o
+	$(CXX) $(SAN) -o $@ $@.o $(TOPO_SAN) $(CORE_SAN) $(HWLOC_LIBS) $(CHECK_LIBS)
+$(B)/tests/topology_machines: tests/topology/test_machines.c tests/unit/*.h $(TOPO_SAN) $(CORE_SAN)
+	@mkdir -p $(@D)
+	$(CXX) $(TOPO_TEST_CFLAGS) -Itests/unit -c $< -o $@.o
+	$(CXX) $(SAN) -o $@ $@.o $(TOPO_SAN) $(CORE_SAN) $(HWLOC_LIBS) $(CHECK_LIBS)
+
+$(B)/bench/b_topo: tests/bench/b_topo.cc $(TOPO_LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"' -o $@ $< $(TOPO_LIB) $(HWLOC_LIBS) $(LDFLAGS)
+
+BUILD_TARGETS += $(TOPO_LIB) $(B)/dist-bind-plan
+BENCH_BINS    += $(B)/bench/b_topo
+TEST_BINS     += $(B)/tests/unit_test_topo $(B)/tests/topology_machines

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""--dist-bind=closest on the real two-node lab.
+
+1. As the lab is: slurmd cached this machine's topology, which shows none of
+   the lab's fake GPUs, so closest is rank, and verbose says why (naming the
+   spool file it read, which proves the spool directory was found).
+2. With a real machine's topology in the spool (the DGX-2 export, copied
+   over slurmd's cache after it started) and a fake NVIDIA driver view
+   (DIST_BIND_NVIDIA_PROC), the tasks get the GPUs worked out by hand, the
+   rank promise holds for them, and DIST_BIND_NUMA says where each sits; a
+   DIST_BIND_NUMA the user exported wins.
+"""
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from labkit import Lab, Test, check_mapping, bound_own, union_gpus, parse_probe, ROOT
+
+PROBE = r"""#!/bin/bash
+line="PROBE"
+for v in SLURM_PROCID SLURM_LOCALID SLURMD_NODENAME RANK LOCAL_RANK CUDA_VISIBLE_DEVICES \
+         GPU_DEVICE_ORDINAL DIST_BIND_DEVICE DIST_BIND_GPUS DIST_BIND_NUMA DIST_BIND_NICS DIST_BIND_MODE; do
+    if [ -n "${!v+x}" ]; then line+=$'\t'"$v=${!v}"; else line+=$'\t'"$v="$'\x01'; fi
+done
+printf '%s\n' "$line"
+"""
+
+DGX2 = os.path.join(ROOT, "tests", "topology", "xml", "nvidiaDGX2.xml")
+
+
+def scenario(t, lab):
+    """The checks in the module docstring, on a running lab (plain or sanitized)."""
+    probe = os.path.join(lab.dir, "closest-probe.sh")
+    with open(probe, "w") as f:
+        f.write(PROBE)
+    os.chmod(probe, 0o755)
+
+    def table(args, env=None):
+        r = lab.srun(args, [probe], env=env)
+        rows = parse_probe(r.stdout)
+        if r.returncode != 0 or not rows:
+            print("srun %s failed (rc %d):\n%s%s" % (args, r.returncode, r.stdout, r.stderr))
+        return rows, r
+
+    # --- 1. the lab's own topology: no GPUs in it, closest acts as rank ------------------
+    job = "-N2 -n5 --gpus-per-task=1"
+    base = lab.table(job)
+    fixed = lab.table(job + " --dist-bind=closest")
+    t.eq(len(fixed), 5, "5 tasks with --dist-bind=closest")
+    check_mapping(t, base, fixed, "closest", bound_own(base), union_gpus(base))
+    rows, r = table(job + " --dist-bind=closest,verbose")
+    t.eq(sorted(k for k, v in rows.items() if v["DIST_BIND_NUMA"] is None), [0, 1, 2, 3, 4],
+         "fallback: no DIST_BIND_NUMA (closest is rank)")
+    lines = [l for l in r.stderr.splitlines() if l.startswith("dist-bind: rank=")]
+    t.eq(len(lines), 5, "one verbose line per task")
+    for node in ("node1", "node2"):
+        spool = os.path.join(lab.dir, node, "spool", "hwloc_topo_whole.xml")
+        why = ("closest: no topology information for these GPUs (the topology shows no GPUs; topology from %s"
+               % spool)
+        mine = [l for l in lines if "host=%s " % node in l]
+        t.ok(mine and all(why in l and "choosing as rank" in l for l in mine),
+             "%s: verbose says why closest is rank and which cached topology it read: %s" % (node, mine[:1]))
+
+    # --- 2. a real machine's topology in node1's spool ----------------------------------
+    # DGX-2 export: cores 0,1 on socket/NUMA 0, core 2 on socket/NUMA 1.  The
+    # fake driver says minor 0 = bus b7 (socket 1), 1 = 34 (socket 0), 2 = bc
+    # (socket 1).  Slurm gives the 3 tasks cores 0-2 and GPUs 0,1,2; its
+    # default cyclic layout puts task 0 on core 0 (socket 0), task 1 on core
+    # 2 (socket 1), task 2 on core 1 (socket 0).  Socket 0 has one GPU (1):
+    # task 0 takes it; task 1 takes socket 1's first in bus order (0, b7);
+    # task 2 gets the last (2, bc).
+    spool = os.path.join(lab.dir, "node1", "spool", "hwloc_topo_whole.xml")
+    shutil.copy(DGX2, spool)
+    nv = os.path.join(lab.dir, "nvidia-gpus")
+    for bus, minor in (("0000:b7:00.0", 0), ("0000:34:00.0", 1), ("0000:bc:00.0", 2)):
+        os.makedirs(os.path.join(nv, bus))
+        with open(os.path.join(nv, bus, "information"), "w") as f:
+            f.write("Model: \t\t Tesla V100-SXM3-32GB\nBus Location: \t %s\nDevice Minor: \t %d\n" % (bus, minor))
+    env = {"DIST_BIND_NVIDIA_PROC": nv}
+    job = "-N1 -w node1 -n3 --gpus-per-task=1"
+    base = lab.table(job)
+    rows, r = table(job + " --dist-bind=closest,verbose", env=env)
+    t.eq(len(rows), 3, "3 tasks on node1")
+    lines = [l for l in r.stderr.splitlines() if l.startswith("dist-bind: rank=")]
+    src = ("closest: topology from %s, GPUs matched by PCI bus id (NVIDIA device minors), "
+           "task CPUs cyclic over cores 0-2" % spool)
+    t.ok(len(lines) == 3 and all(src in l for l in lines), "verbose names the source: %s" % lines[:1])
+    want = {0: ("1", "0", "1,0,2"), 1: ("0", "1", "1,0,2"), 2: ("2", "0", "0,1,2")}
+    for rank, (gpu, numa, visible) in want.items():
+        row = rows.get(rank, {})
+        pre = "rank %d: " % rank
+        t.eq(row.get("DIST_BIND_GPUS"), gpu, pre + "closest GPU (worked out by hand)")
+        t.eq(row.get("DIST_BIND_NUMA"), numa, pre + "DIST_BIND_NUMA")
+        t.eq(row.get("CUDA_VISIBLE_DEVICES"), visible, pre + "visible list: own GPU at device LOCAL_RANK")
+        t.eq(row.get("DIST_BIND_DEVICE"), row.get("LOCAL_RANK"), pre + "DIST_BIND_DEVICE = LOCAL_RANK")
+        t.eq(row.get("GPU_DEVICE_ORDINAL"), visible, pre + "GPU_DEVICE_ORDINAL rewritten to match")
+        t.eq(row.get("DIST_BIND_NICS"), None, pre + "no NICs in this export: DIST_BIND_NICS unset")
+        t.eq(row.get("DIST_BIND_MODE"), "closest", pre + "DIST_BIND_MODE")
+    t.eq(sorted(v.get("DIST_BIND_GPUS") for v in rows.values()), ["0", "1", "2"], "no two tasks on one GPU")
+
+    # A value the user exported wins.
+    rows, _ = table(job + " --dist-bind=closest", env=dict(env, DIST_BIND_NUMA="7"))
+    t.eq([rows[k].get("DIST_BIND_NUMA") for k in sorted(rows)], ["7", "7", "7"], "user's DIST_BIND_NUMA wins")
+    t.eq([rows[k].get("DIST_BIND_GPUS") for k in sorted(rows)], ["1", "0", "2"], "... and the choice stands")
+
+    # Without the driver's view GPUs are matched by bus order: 0,1,2 = bus 34,
+    # 36, 39, all on socket 0, so the choice is rank's and only NUMA differs.
+    rows, r = table(job + " --dist-bind=closest,verbose", env={"DIST_BIND_NVIDIA_PROC": "/nonexistent"})
+    t.eq([rows[k].get("DIST_BIND_GPUS") for k in sorted(rows)], ["0", "1", "2"], "by bus order: GPUs")
+    t.eq([rows[k].get("DIST_BIND_NUMA") for k in sorted(rows)], ["0", "1", "0"], "by bus order: NUMA nodes")
+    t.ok("GPUs matched by PCI bus order" in r.stderr, "verbose says the GPUs were matched by bus order")
+
+    # A broken cache: closest does not fail the job, it discovers live (no
+    # GPUs here) and says so.
+    with open(spool, "w") as f:
+        f.write("<topology><object")
+    rows, r = table(job + " --dist-bind=closest,verbose", env=env)
+    t.eq(len(rows), 3, "broken cached XML: the job still runs")
+    t.ok("cached topology unusable: %s: not an hwloc XML topology" % spool in r.stderr,
+         "verbose names the broken cache: %s" % [l for l in r.stderr.splitlines() if "closest" in l][:1])
+    check_mapping(t, base, lab.table(job + " --dist-bind=closest"), "closest", bound_own(base), union_gpus(base))
+
+
+if __name__ == "__main__":
+    t = Test("closest")
+    with Lab() as lab:
+        scenario(t, lab)
+    t.done()

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""The layouts of the lab-notes table, each against the same job without
+--dist-bind: cyclic, arbitrary (rank 0 on node2), map_gpu, --gpus-per-node
+without binding, more tasks than GPUs, no GPUs, --gpu-bind=none."""
+import os, sys
+sys.path.insert(0, os.path.dirname(__file__))
+from labkit import Lab, Test, check_mapping, bound_own, union_gpus
+
+ALL4 = lambda host: ["0", "1", "2", "3"]
+
+
+def unbound_own(base):
+    """Without per-task binding, local task i owns the i-th step GPU."""
+    return lambda r: [base[r]["CUDA_VISIBLE_DEVICES"].split(",")[int(base[r]["SLURM_LOCALID"])]]
+
+
+t = Test("layouts")
+with Lab() as lab:
+    print("-- cyclic")
+    job = "-N2 -n5 --distribution=cyclic --gpus-per-task=1"
+    base = lab.table(job)
+    t.eq([base[r]["SLURMD_NODENAME"] for r in range(5)], ["node1", "node2", "node1", "node2", "node1"],
+         "cyclic baseline alternates nodes")
+    check_mapping(t, base, lab.table(job + " --dist-bind"), "rank", bound_own(base), union_gpus(base))
+
+    print("-- arbitrary, rank 0 on node2")
+    job = "-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --gpus-per-node=4"
+    base = lab.table(job)
+    t.eq(base[0]["SLURMD_NODENAME"] if base else None, "node2", "baseline: rank 0 on node2")
+    fixed = lab.table(job + " --dist-bind")
+    check_mapping(t, base, fixed, "rank", unbound_own(base), ALL4, master="node2")
+    t.eq(fixed[1]["MASTER_ADDR"] if fixed else None, "node2", "rank 1 on node1 gets MASTER_ADDR=node2")
+
+    print("-- map_gpu:1,0,3")
+    job = "-N2 -n5 --gpus-per-node=4 --gpu-bind=map_gpu:1,0,3"
+    base = lab.table(job)
+    t.eq([base[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["1", "0", "3"], "baseline binds 1,0,3 on node1")
+    fixed = lab.table(job + " --dist-bind")
+    check_mapping(t, base, fixed, "rank", bound_own(base), ALL4)
+    t.eq([fixed[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["1,0,2,3", "1,0,2,3", "0,1,3,2"],
+         "map_gpu: own GPU at LOCAL_RANK, the others in Slurm's order")
+    iso = lab.table(job + " --dist-bind=isolate")
+    check_mapping(t, base, iso, "isolate", bound_own(base), ALL4)
+
+    print("-- --gpus-per-node=4 without binding")
+    job = "-N2 -n5 --gpus-per-node=4"
+    base = lab.table(job)
+    t.eq({b["CUDA_VISIBLE_DEVICES"] for b in base.values()}, {"0,1,2,3"}, "baseline: every task sees all 4")
+    for mode in ("rank", "isolate"):
+        check_mapping(t, base, lab.table(job + " --dist-bind=" + mode), mode, unbound_own(base), ALL4)
+
+    print("-- more tasks than GPUs")
+    job = "-N1 -n3 --gpus-per-node=2"
+    r = lab.srun(job + " --dist-bind", ["/bin/echo", "RAN"])
+    t.ok(r.returncode != 0, "rank mode fails with 3 tasks on 2 GPUs (rc %d)" % r.returncode)
+    t.eq(r.stdout.count("RAN"), 0, "no task ran on a GPU nobody chose")
+    msg = [l for l in r.stderr.splitlines() if "dist-bind:" in l]
+    t.ok(any("node1" in l and "3 tasks" in l and "2 GPUs" in l and "share" in l for l in msg),
+         "one clear message naming node, task count, GPU count: %s" % msg[:1])
+    base = lab.table(job)
+    shared = lab.table(job + " --dist-bind=share")
+    t.eq(len(shared), 3, "with share all 3 tasks run")
+    t.eq([shared[r]["DIST_BIND_DEVICE"] for r in range(3)], ["0", "1", "0"], "share: round-robin devices")
+    t.eq({s["CUDA_VISIBLE_DEVICES"] for s in shared.values()}, {"0,1"}, "share: everyone sees the step's GPUs")
+    t.eq([shared[r]["DIST_BIND_GPUS"] for r in range(3)], ["0", "1", "0"], "share: DIST_BIND_GPUS round-robin")
+
+    print("-- no GPUs at all")
+    job = "-N2 -n5"
+    base = lab.table(job)
+    fixed = lab.table(job + " --dist-bind", env={"CUDA_VISIBLE_DEVICES": "3"})
+    check_mapping(t, base, fixed, "rank", lambda r: None, None)
+
+    print("-- --gpu-bind=none")
+    job = "-N2 -n5 --gpus-per-task=1 --gpu-bind=none"
+    base = lab.table(job)
+    fixed = lab.table(job + " --dist-bind")
+    for r in sorted(fixed):
+        t.eq(fixed[r]["CUDA_VISIBLE_DEVICES"], base[r]["CUDA_VISIBLE_DEVICES"],
+             "gpu-bind=none: rank %d GPU variables as Slurm left them" % r)
+        t.eq(fixed[r]["RANK"], str(r), "gpu-bind=none: rank %d still gets RANK" % r)
+t.done()

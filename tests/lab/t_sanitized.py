@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""The plugin inside real slurmd/slurmstepd under AddressSanitizer, LeakSanitizer
+and UBSan: good jobs and every kind of bad input, then no report may name
+anything but Slurm's own (suppressed) leaks."""
+import glob, os, sys, tempfile
+sys.path.insert(0, os.path.dirname(__file__))
+from labkit import Lab, Test, SAN_PLUGIN, skip
+
+if not os.path.exists(SAN_PLUGIN):
+    skip(SAN_PLUGIN + " not built (make check builds it)")
+
+t = Test("sanitized")
+logs = tempfile.mkdtemp(prefix="dist-bind-san.")
+os.chmod(logs, 0o777)
+job = "-N2 -n5 --gpus-per-task=1"
+with Lab(sanitize_dir=logs) as lab:
+    for args in (job + " --dist-bind=verbose", job + " --dist-bind=isolate", job + " --dist-bind=closest,verbose",
+                 "-N2 -n3 --gpus-per-task=2 --dist-bind", "-N2 -n5 --gpus-per-node=4 --gpu-bind=map_gpu:1,0,3 --dist-bind",
+                 "-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind", "-N2 -n5 --dist-bind",
+                 "-N1 -n3 --gpus-per-node=2 --dist-bind=share"):
+        r = lab.srun(args, ["true"], timeout=60)
+        t.eq(r.returncode, 0, "runs: " + args)
+    # Bad input on the node side: each must fail the step cleanly.
+    for args, env, what in (("-N1 -n3 --gpus-per-node=2 --dist-bind", None, "more tasks than GPUs"),
+                            (job + " --dist-bind", {"MASTER_PORT": "x" * 5000}, "huge garbage MASTER_PORT"),
+                            (job + " --dist-bind", {"MASTER_PORT": "99999999999999999999999"}, "overflowing MASTER_PORT")):
+        r = lab.srun(args, ["/bin/echo", "RAN"], env=env, timeout=60)
+        t.ok(r.returncode != 0 and "RAN" not in r.stdout and "dist-bind:" in r.stderr, "fails cleanly: " + what)
+    lab.plugstack("default=rank ports=1-0")  # a bad key reaches slurmstepd's parser too
+    r = lab.srun("-N1 -n1 --dist-bind", ["true"])
+    t.ok(r.returncode != 0, "bad plugstack key refused")
+    lab.plugstack("default=isolate")
+    r = lab.srun(job, ["true"])
+    t.eq(r.returncode, 0, "admin default")
+# The lab is down: slurmd and every slurmstepd have exited and written their reports.
+reports = sorted(glob.glob(os.path.join(logs, "asan.*")) + glob.glob(os.path.join(logs, "ubsan.*")))
+t.ok(len(reports) > 0, "the sanitizers ran in slurmd/slurmstepd (%d report files)" % len(reports))
+for path in reports:
+    text = open(path).read()
+    bad = [l for l in text.splitlines() if "ERROR:" in l or "runtime error" in l or "Direct leak" in l
+           or "Indirect leak" in l or "CHECK failed" in l]
+    t.ok(not bad, "%s: no sanitizer error %s" % (os.path.basename(path), bad[:3]))
+    if bad:
+        print(text[:4000])
+t.done()
