@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "dist-bind-check: built without topology support\n");
             return kUsage;
         }
-        return db_check_plan_main(argc, argv);
+        // It takes the arguments from "--plan" on.
+        return db_check_plan_main(argc - 1, argv + 1);
     }
     Options o;
     if (!parse_options(argc, argv, o)) return kUsage;
