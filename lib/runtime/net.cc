@@ -160,6 +160,11 @@ Socket connect_to(const Addr &a, const Deadline &d, int &err) {
         err = errno;
         return s;
     }
+    // The end that closes first keeps its port in TIME_WAIT for a minute;
+    // marked reusable, that port does not stop a later service (the next
+    // step's rank 0, a daemon) from listening on it.
+    int one = 1;
+    setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = a.ip;
