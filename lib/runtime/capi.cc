@@ -1,0 +1,309 @@
+// The C boundary of libdistbind: every exception stops here and becomes a
+// status plus one message, "dist-bind: rank R: ...".
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "gpu.hh"
+#include "rt.hh"
+#include "text.hh"
+
+extern char **environ;
+
+struct distbind {
+    db::rt::Env env;
+    db::rt::Params params;
+    db::rt::Identity id;
+    std::shared_ptr<void> pmix_keep;  // the PMIx client, when discovery used it
+    std::unique_ptr<db::rt::Exchange> ex;
+    std::string err;
+    bool device_set = false;
+    std::string bus_id;
+    void *comm = nullptr;
+
+    explicit distbind(const char *const *e) : env(e) {}
+};
+
+namespace {
+
+thread_local std::string t_err;
+
+using db::rt::Failure;
+using db::rt::fail;
+
+std::string format(const distbind *h, const std::string &msg) {
+    if (h && h->id.rank >= 0) return "dist-bind: rank " + std::to_string(h->id.rank) + ": " + msg;
+    return "dist-bind: " + msg;
+}
+
+template <typename F>
+distbind_status guarded(const distbind *h, std::string &err, F &&f) noexcept {
+    distbind_status st;
+    std::string msg;
+    try {
+        f();
+        return DISTBIND_OK;
+    } catch (const Failure &e) {
+        st = e.status;
+        msg = e.what();
+    } catch (const db::Error &e) {
+        st = DISTBIND_ERR_ENV;
+        msg = e.what();
+    } catch (const std::bad_alloc &) {
+        st = DISTBIND_ERR_INTERNAL;
+        msg = "out of memory";
+    } catch (const std::exception &e) {
+        st = DISTBIND_ERR_INTERNAL;
+        msg = std::string("internal error: ") + e.what();
+    } catch (...) {
+        st = DISTBIND_ERR_INTERNAL;
+        msg = "internal error";
+    }
+    try {
+        err = format(h, msg);
+    } catch (...) {
+        st = DISTBIND_ERR_INTERNAL;
+    }
+    return st;
+}
+
+// For calls on a handle: the message goes to the handle.
+template <typename F>
+distbind_status on(distbind *h, F &&f) noexcept {
+    if (!h) {
+        t_err = "dist-bind: NULL handle";
+        return DISTBIND_ERR_ARG;
+    }
+    return guarded(h, h->err, std::forward<F>(f));
+}
+
+db::rt::Exchange &exchange(distbind *h) {
+    if (!h->ex) fail(DISTBIND_ERR_STATE, "the exchange is not up: call distbind_connect (or distbind_init) first");
+    return *h->ex;
+}
+
+void create_into(distbind **out, const char *const *env) {
+    auto h = std::make_unique<distbind>(env);
+    h->params = db::rt::read_params(h->env);
+    h->id = db::rt::discover(h->env, h->pmix_keep);
+    db::rt::debug_enable(h->params.debug, h->id.rank);
+    db::rt::debugf("place from %s: rank %d of %d, local rank %d of %d, node %d, device %d (from %s), host %s",
+                   db::rt::source_name(h->id.source), h->id.rank, h->id.world, h->id.local_rank, h->id.local_world,
+                   h->id.node_rank, h->id.device, h->id.device_from.c_str(), h->id.host.c_str());
+    *out = h.release();
+}
+
+distbind_status create(distbind **out, const char *const *env) noexcept {
+    if (!out) {
+        t_err = "dist-bind: distbind_create: out is NULL";
+        return DISTBIND_ERR_ARG;
+    }
+    *out = nullptr;
+    t_err.clear();
+    return guarded(nullptr, t_err, [&] { create_into(out, env); });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *distbind_status_name(distbind_status s) {
+    switch (s) {
+    case DISTBIND_OK: return "DISTBIND_OK";
+    case DISTBIND_ERR_ARG: return "DISTBIND_ERR_ARG";
+    case DISTBIND_ERR_ENV: return "DISTBIND_ERR_ENV";
+    case DISTBIND_ERR_TIMEOUT: return "DISTBIND_ERR_TIMEOUT";
+    case DISTBIND_ERR_PEER: return "DISTBIND_ERR_PEER";
+    case DISTBIND_ERR_SYSTEM: return "DISTBIND_ERR_SYSTEM";
+    case DISTBIND_ERR_UNAVAILABLE: return "DISTBIND_ERR_UNAVAILABLE";
+    case DISTBIND_ERR_NO_GPU: return "DISTBIND_ERR_NO_GPU";
+    case DISTBIND_ERR_DEVICE: return "DISTBIND_ERR_DEVICE";
+    case DISTBIND_ERR_NCCL: return "DISTBIND_ERR_NCCL";
+    case DISTBIND_ERR_STATE: return "DISTBIND_ERR_STATE";
+    case DISTBIND_ERR_INTERNAL: return "DISTBIND_ERR_INTERNAL";
+    }
+    return "DISTBIND_ERR_UNKNOWN";
+}
+
+const char *distbind_version(void) { return DB_VERSION_STRING; }
+
+distbind_status distbind_create(distbind_t **out) { return create(out, environ); }
+
+distbind_status distbind_create_env(distbind_t **out, const char *const *env) {
+    if (!env) {
+        t_err = "dist-bind: distbind_create_env: env is NULL";
+        if (out) *out = nullptr;
+        return DISTBIND_ERR_ARG;
+    }
+    return create(out, env);
+}
+
+distbind_status distbind_set_bootstrap(distbind_t *db, const char *name) {
+    return on(db, [&] {
+        if (!name) fail(DISTBIND_ERR_ARG, "distbind_set_bootstrap: name is NULL");
+        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_set_bootstrap: the exchange is already up");
+        try {
+            db::rt::check_bootstrap_name(name, "bootstrap");
+        } catch (const Failure &f) {
+            fail(DISTBIND_ERR_ARG, f.what());
+        }
+        db->params.bootstrap = name;
+    });
+}
+
+distbind_status distbind_set_timeout(distbind_t *db, double seconds) {
+    return on(db, [&] {
+        if (!(seconds > 0) || seconds > 604800)
+            fail(DISTBIND_ERR_ARG, "distbind_set_timeout: " + std::to_string(seconds) +
+                                       " is not a timeout (expected seconds above 0, at most 604800)");
+        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_set_timeout: the exchange is already up");
+        db->params.timeout_s = seconds;
+    });
+}
+
+distbind_status distbind_connect(distbind_t *db) {
+    return on(db, [&] {
+        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_connect: the exchange is already up");
+        const db::rt::Params &p = db->params;
+        db::rt::ExchangeConfig c;
+        c.rank = db->id.rank;
+        c.world = db->id.world;
+        c.timeout_s = p.timeout_s;
+        c.fanout = p.fanout;
+        c.step_key = p.step_key;
+        c.master_addr = p.master_addr;
+        c.master_port = p.master_port;
+        std::string how = p.bootstrap;
+        if (how == "auto") {
+            // A PMI server that Slurm started is there for this step; TCP
+            // needs only rank 0 to be reachable.
+            if (db::rt::pmix_has_server(db->env)) {
+                try {
+                    db->ex = db::rt::make_pmix(c);
+                } catch (const Failure &f) {
+                    if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
+                    db::rt::debugf("pmix unavailable, trying the next bootstrap: %s", f.what());
+                }
+            }
+            if (!db->ex && db::rt::pmi2_has_server(db->env)) {
+                try {
+                    db->ex = db::rt::make_pmi2(c);
+                } catch (const Failure &f) {
+                    if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
+                    db::rt::debugf("pmi2 unavailable, trying the next bootstrap: %s", f.what());
+                }
+            }
+            if (!db->ex) db->ex = db::rt::make_tcp(c);
+        } else if (how == "pmix") {
+            if (!db::rt::pmix_has_server(db->env))
+                fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server "
+                                               "(PMIX_NAMESPACE is not set): start it with srun --mpi=pmix");
+            db->ex = db::rt::make_pmix(c);
+        } else if (how == "pmi2") {
+            if (!db::rt::pmi2_has_server(db->env))
+                fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmi2, but this task has no PMI2 server "
+                                               "(PMI_FD is not set): start it with srun --mpi=pmi2");
+            db->ex = db::rt::make_pmi2(c);
+        } else {
+            db->ex = db::rt::make_tcp(c);
+        }
+        db::rt::debugf("exchange up over %s", db->ex->name());
+    });
+}
+
+distbind_status distbind_init(distbind_t **out) {
+    distbind_status st = distbind_create(out);
+    if (st != DISTBIND_OK) return st;
+    st = distbind_connect(*out);
+    if (st != DISTBIND_OK) {
+        t_err = (*out)->err;
+        distbind_destroy(*out);
+        *out = nullptr;
+    }
+    return st;
+}
+
+void distbind_destroy(distbind_t *db) {
+    if (!db) return;
+    try {
+        db::rt::gpu::nccl_destroy(db->comm);
+    } catch (...) {
+    }
+    delete db;
+}
+
+int distbind_rank(const distbind_t *db) { return db ? db->id.rank : -1; }
+int distbind_world_size(const distbind_t *db) { return db ? db->id.world : -1; }
+int distbind_local_rank(const distbind_t *db) { return db ? db->id.local_rank : -1; }
+int distbind_local_world_size(const distbind_t *db) { return db ? db->id.local_world : -1; }
+int distbind_node_rank(const distbind_t *db) { return db ? db->id.node_rank : -1; }
+int distbind_device(const distbind_t *db) { return db ? db->id.device : -1; }
+
+const char *distbind_source(const distbind_t *db) { return db ? db::rt::source_name(db->id.source) : nullptr; }
+
+const char *distbind_bootstrap(const distbind_t *db) { return db && db->ex ? db->ex->name() : nullptr; }
+
+distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root) {
+    return on(db, [&] {
+        if (!buf && len) fail(DISTBIND_ERR_ARG, "distbind_broadcast: buf is NULL");
+        if (root < 0 || root >= db->id.world)
+            fail(DISTBIND_ERR_ARG, "distbind_broadcast: root " + std::to_string(root) + " is not a rank (0.." +
+                                       std::to_string(db->id.world - 1) + ")");
+        exchange(db).broadcast(buf, len, root);
+    });
+}
+
+distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv) {
+    return on(db, [&] {
+        if ((!send || !recv) && len) fail(DISTBIND_ERR_ARG, "distbind_allgather: send or recv is NULL");
+        if (len > (size_t{1} << 30) / static_cast<size_t>(db->id.world))
+            fail(DISTBIND_ERR_ARG, "distbind_allgather: " + std::to_string(len) + " bytes per rank is too much for " +
+                                       std::to_string(db->id.world) + " ranks (1 GiB in all at most)");
+        exchange(db).allgather(send, len, recv);
+    });
+}
+
+distbind_status distbind_barrier(distbind_t *db) {
+    return on(db, [&] { exchange(db).barrier(); });
+}
+
+distbind_status distbind_set_device(distbind_t *db, int *device) {
+    return on(db, [&] {
+        namespace gpu = db::rt::gpu;
+        db::rt::Exchange &ex = exchange(db);
+        gpu::Probe mine = gpu::probe(db->id, db->env, true);
+        std::vector<gpu::Probe> all(static_cast<size_t>(db->id.world));
+        ex.allgather(&mine, sizeof mine, all.data());
+        gpu::check_probes(all);
+        db->device_set = true;
+        db->bus_id = mine.bus;
+        if (device) *device = db->id.device;
+    });
+}
+
+distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len) {
+    auto *h = const_cast<distbind_t *>(db);
+    return on(h, [&] {
+        if (!buf || len == 0) fail(DISTBIND_ERR_ARG, "distbind_gpu_bus_id: no buffer");
+        if (!h->device_set) fail(DISTBIND_ERR_STATE, "distbind_gpu_bus_id: call distbind_set_device first");
+        if (h->bus_id.size() >= len) fail(DISTBIND_ERR_ARG, "distbind_gpu_bus_id: buffer too small");
+        db::copy_out(h->bus_id, buf, len);
+    });
+}
+
+distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm) {
+    return on(db, [&] {
+        if (!comm) fail(DISTBIND_ERR_ARG, "distbind_nccl_init: comm is NULL");
+        *comm = nullptr;
+        if (!db->device_set) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: call distbind_set_device first");
+        if (db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: this handle already has a communicator");
+        db->comm = db::rt::gpu::nccl_init(exchange(db), db->id, db->params, config);
+        *comm = static_cast<struct ncclComm *>(db->comm);
+    });
+}
+
+const char *distbind_last_error(const distbind_t *db) { return db ? db->err.c_str() : t_err.c_str(); }
+
+long distbind_peak_connections(const distbind_t *db) { return db && db->ex ? db->ex->peak_connections() : 0; }
+
+}  // extern "C"

@@ -1,0 +1,197 @@
+/*
+ * libdistbind: rank discovery, a small exchange among the ranks of a job
+ * step, CUDA device choice and NCCL bring-up, for programs started by
+ * `srun --dist-bind` (and also by plain srun, torchrun or a PMIx launcher).
+ *
+ *     distbind_t *db;
+ *     if (distbind_init(&db) != DISTBIND_OK) {
+ *         fprintf(stderr, "%s\n", distbind_last_error(NULL));
+ *         exit(1);
+ *     }
+ *     ...distbind_rank(db), distbind_set_device(db, &dev), distbind_nccl_init(...)
+ *     distbind_destroy(db);
+ *
+ * Conventions
+ *   - Every function that can fail returns a distbind_status; DISTBIND_OK
+ *     (0) is success.  After a failure, distbind_last_error() has one
+ *     message ("dist-bind: ...") that names what was wrong and what to do.
+ *   - Functions marked COLLECTIVE must be called by every rank of the step,
+ *     in the same order.  Each of them waits at most DIST_BIND_TIMEOUT
+ *     seconds; a timeout names the ranks that did not arrive where the
+ *     bootstrap can tell.  Once a collective has failed, the exchange is
+ *     unusable: later collectives fail at once with the same message.
+ *   - A handle is not thread-safe: use it from one thread at a time.
+ *   - The library loads libpmix, Slurm's libpmi2, libcudart and libnccl with
+ *     dlopen when they are first needed, so it also loads on nodes that
+ *     have none of them.
+ *
+ * Environment (read once, by distbind_create)
+ *   RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE NODE_RANK|GROUP_RANK
+ *                         the task's place (set by the dist-bind plugin or
+ *                         torchrun); else SLURM_PROCID, SLURM_LOCALID,
+ *                         SLURM_STEP_NUM_TASKS, SLURM_STEP_TASKS_PER_NODE,
+ *                         SLURM_NODEID; else PMIx.
+ *   DIST_BIND_DEVICE      device ordinal to use (else the local rank)
+ *   MASTER_ADDR MASTER_PORT  where rank 0 listens (TCP bootstrap)
+ *   DIST_BIND_BOOTSTRAP   auto (default) | pmix | pmi2 | tcp
+ *   DIST_BIND_TIMEOUT     seconds any wait may take (default 300)
+ *   DIST_BIND_TCP_FANOUT  children per rank in the TCP tree (default 8)
+ *   DIST_BIND_STEP_KEY    step identity checked by the TCP bootstrap
+ *                         (default SLURM_JOB_ID.SLURM_STEP_ID)
+ *   DIST_BIND_NCCL_RANKS_PER_ROOT  above this world size NCCL is brought up
+ *                         with one unique id per block of this many ranks
+ *                         (default 128)
+ *   DIST_BIND_DEBUG=1     print each setting read and each step taken
+ */
+#ifndef DISTBIND_H
+#define DISTBIND_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define DISTBIND_API __attribute__((visibility("default")))
+#else
+#define DISTBIND_API
+#endif
+
+#define DISTBIND_VERSION_MAJOR 1
+#define DISTBIND_VERSION_MINOR 0
+
+typedef struct distbind distbind_t;
+
+typedef enum distbind_status {
+    DISTBIND_OK = 0,
+    DISTBIND_ERR_ARG,         /* a bad argument to a function */
+    DISTBIND_ERR_ENV,         /* a missing or malformed environment variable */
+    DISTBIND_ERR_TIMEOUT,     /* ranks did not arrive within DIST_BIND_TIMEOUT */
+    DISTBIND_ERR_PEER,        /* another rank failed, left, or disagrees
+                                 (world size, step, message size) */
+    DISTBIND_ERR_SYSTEM,      /* the OS refused: socket, port in use, ... */
+    DISTBIND_ERR_UNAVAILABLE, /* the bootstrap, CUDA or NCCL is not available */
+    DISTBIND_ERR_NO_GPU,      /* CUDA works but sees no GPU, or has no driver */
+    DISTBIND_ERR_DEVICE,      /* bad device ordinal, two ranks on one GPU, or
+                                 a CUDA error */
+    DISTBIND_ERR_NCCL,        /* NCCL failed */
+    DISTBIND_ERR_STATE,       /* wrong call order, or the exchange failed before */
+    DISTBIND_ERR_INTERNAL     /* out of memory, or a bug */
+} distbind_status;
+
+/* Name of a status ("DISTBIND_ERR_TIMEOUT"). Never NULL. */
+DISTBIND_API const char *distbind_status_name(distbind_status status);
+
+/* Library version, "MAJOR.MINOR.PATCH". */
+DISTBIND_API const char *distbind_version(void);
+
+/* --- life cycle ------------------------------------------------------------ */
+
+/* Read the environment and find this task's place in the step.  Does not
+ * touch the network (unless the place has to come from PMIx).  On failure
+ * *out is NULL and distbind_last_error(NULL) says why. */
+DISTBIND_API distbind_status distbind_create(distbind_t **out);
+
+/* As distbind_create, but reads the NULL-terminated NAME=VALUE array `env`
+ * instead of the process environment (for launchers and tests).  PMIx and
+ * PMI2 still use the process's own connection to their server. */
+DISTBIND_API distbind_status distbind_create_env(distbind_t **out, const char *const *env);
+
+/* Override DIST_BIND_BOOTSTRAP before distbind_connect: "auto", "pmix",
+ * "pmi2" or "tcp". */
+DISTBIND_API distbind_status distbind_set_bootstrap(distbind_t *db, const char *name);
+
+/* Override DIST_BIND_TIMEOUT before distbind_connect (seconds, > 0). */
+DISTBIND_API distbind_status distbind_set_timeout(distbind_t *db, double seconds);
+
+/* COLLECTIVE.  Bring up the exchange (PMIx, PMI2 or TCP) and check that
+ * every rank agrees on the world size and the step. */
+DISTBIND_API distbind_status distbind_connect(distbind_t *db);
+
+/* distbind_create followed by distbind_connect.  On failure *out is NULL
+ * and distbind_last_error(NULL) says why. */
+DISTBIND_API distbind_status distbind_init(distbind_t **out);
+
+/* Close the exchange and free the handle, and the NCCL communicator made
+ * by distbind_nccl_init if any.  Not collective.  NULL is ignored. */
+DISTBIND_API void distbind_destroy(distbind_t *db);
+
+/* --- the task's place ------------------------------------------------------- */
+
+/* Each returns -1 when db is NULL. */
+DISTBIND_API int distbind_rank(const distbind_t *db);
+DISTBIND_API int distbind_world_size(const distbind_t *db);
+DISTBIND_API int distbind_local_rank(const distbind_t *db);
+DISTBIND_API int distbind_local_world_size(const distbind_t *db);
+DISTBIND_API int distbind_node_rank(const distbind_t *db);
+/* The device ordinal this task should use: DIST_BIND_DEVICE, else the
+ * local rank.  Not yet checked against the GPUs (distbind_set_device). */
+DISTBIND_API int distbind_device(const distbind_t *db);
+
+/* Where the place came from: "dist-bind" (the plugin's variables), "env"
+ * (RANK, WORLD_SIZE, ... without the plugin, e.g. torchrun), "slurm"
+ * (SLURM_PROCID, ...) or "pmix". */
+DISTBIND_API const char *distbind_source(const distbind_t *db);
+
+/* The exchange in use: "pmix", "pmi2" or "tcp"; NULL before
+ * distbind_connect. */
+DISTBIND_API const char *distbind_bootstrap(const distbind_t *db);
+
+/* --- exchange (all COLLECTIVE, after distbind_connect) -------------------- */
+
+/* Copy `len` bytes from rank `root`'s buf into every rank's buf.  Every
+ * rank must pass the same len and root. */
+DISTBIND_API distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root);
+
+/* Every rank contributes `len` bytes; recv (world_size * len bytes) gets
+ * rank r's bytes at offset r * len.  Every rank must pass the same len. */
+DISTBIND_API distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv);
+
+/* Return once every rank has entered the barrier. */
+DISTBIND_API distbind_status distbind_barrier(distbind_t *db);
+
+/* --- GPU --------------------------------------------------------------------- */
+
+/* COLLECTIVE.  Make distbind_device() the calling thread's CUDA device,
+ * after checking it against the visible device count, and check across the
+ * step that no two ranks got the same GPU (host and PCI bus id); the error
+ * names both ranks and the host.  *device (may be NULL) gets the ordinal.
+ * Every rank gets the same status: DISTBIND_ERR_NO_GPU when CUDA sees no
+ * GPU on some rank (the message says which), DISTBIND_ERR_UNAVAILABLE when
+ * the library was built without CUDA or libcudart cannot be loaded. */
+DISTBIND_API distbind_status distbind_set_device(distbind_t *db, int *device);
+
+/* The PCI bus id of the device chosen by distbind_set_device, as CUDA
+ * writes it ("0000:3B:00.0"). */
+DISTBIND_API distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len);
+
+struct ncclComm;
+
+/* COLLECTIVE, after distbind_set_device.  Create an NCCL communicator over
+ * all ranks of the step: rank 0 makes the unique id, or, when the world is
+ * larger than DIST_BIND_NCCL_RANKS_PER_ROOT, one rank per block makes one
+ * id each (ncclCommInitRankScalable); the ids travel over the exchange.
+ * `config` is an ncclConfig_t * passed to NCCL, or NULL for NCCL's
+ * defaults; a non-blocking config is waited for (at most
+ * DIST_BIND_TIMEOUT).  *comm is an ncclComm_t owned by the handle:
+ * distbind_destroy destroys it, do not destroy it yourself. */
+DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);
+
+/* --- errors and diagnostics -------------------------------------------------- */
+
+/* The message of the last failed call on db, or, with db NULL, of the last
+ * failed distbind_create / distbind_create_env / distbind_init in this
+ * thread.  "" when there was none.  Valid until the next call on db (or,
+ * for NULL, the next create in this thread). */
+DISTBIND_API const char *distbind_last_error(const distbind_t *db);
+
+/* The largest number of connections to other ranks this rank held open at
+ * once (TCP bootstrap; 0 for PMIx and PMI2).  With the tree, rank 0 holds
+ * at most DIST_BIND_TCP_FANOUT plus the one it is accepting. */
+DISTBIND_API long distbind_peak_connections(const distbind_t *db);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,331 @@
+#include "net.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace db::rt::net {
+
+namespace {
+
+// "DBX1": a peer that does not start with it is not a dist-bind rank.
+constexpr uint32_t kMagic = 0x31584244;
+constexpr size_t kHeader = 16;
+// No message of the bootstrap comes near this; more means garbage.
+constexpr uint32_t kMaxBody = 1u << 30;
+
+void put_le(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t get_le(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+
+void tune(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+bool wait_fd(int fd, short events, const Deadline &d) {
+    for (;;) {
+        pollfd p{fd, events, 0};
+        int n = poll(&p, 1, d.ms_left());
+        if (n > 0) return true;
+        if (n == 0) return false;
+        if (errno != EINTR) return true;  // let the next read/write report it
+    }
+}
+
+IoResult write_all(int fd, const uint8_t *p, size_t n, const Deadline &d) {
+    while (n > 0) {
+        ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w;
+            n -= static_cast<size_t>(w);
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(fd, POLLOUT, d)) return {Io::Timeout, 0};
+            continue;
+        }
+        if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) return {Io::Eof, errno};
+        return {Io::Error, errno};
+    }
+    return {};
+}
+
+IoResult read_all(int fd, uint8_t *p, size_t n, const Deadline &d) {
+    while (n > 0) {
+        ssize_t r = ::recv(fd, p, n, MSG_DONTWAIT);
+        if (r > 0) {
+            p += r;
+            n -= static_cast<size_t>(r);
+            continue;
+        }
+        if (r == 0) return {Io::Eof, 0};
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!wait_fd(fd, POLLIN, d)) return {Io::Timeout, 0};
+            continue;
+        }
+        if (errno == ECONNRESET) return {Io::Eof, errno};
+        return {Io::Error, errno};
+    }
+    return {};
+}
+
+}  // namespace
+
+Socket &Socket::operator=(Socket &&o) noexcept {
+    if (this != &o) {
+        close();
+        fd_ = o.fd_;
+        o.fd_ = -1;
+    }
+    return *this;
+}
+
+void Socket::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+std::string Addr::str() const {
+    char buf[INET_ADDRSTRLEN] = "?";
+    in_addr a{};
+    a.s_addr = ip;
+    inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(port);
+}
+
+int resolve(const std::string &host, unsigned port, Addr &out) {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    if (rc != 0) return rc;
+    out.ip = reinterpret_cast<sockaddr_in *>(res->ai_addr)->sin_addr.s_addr;
+    out.port = static_cast<uint16_t>(port);
+    freeaddrinfo(res);
+    return 0;
+}
+
+Socket listen_on(const Addr &a, int &err) {
+    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s) {
+        err = errno;
+        return s;
+    }
+    // An earlier step's connections in TIME_WAIT must not keep the port:
+    // only a live listener should.
+    int one = 1;
+    setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = a.ip;
+    sa.sin_port = htons(a.port);
+    if (::bind(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(s.fd(), SOMAXCONN) != 0) {
+        err = errno;
+        return Socket();
+    }
+    err = 0;
+    return s;
+}
+
+Addr local_addr(int fd) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    Addr a;
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&sa), &len) == 0) {
+        a.ip = sa.sin_addr.s_addr;
+        a.port = ntohs(sa.sin_port);
+    }
+    return a;
+}
+
+Socket connect_to(const Addr &a, const Deadline &d, int &err) {
+    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s) {
+        err = errno;
+        return s;
+    }
+    // The end that closes first keeps its port in TIME_WAIT for a minute;
+    // marked reusable, that port does not stop a later service (the next
+    // step's rank 0, a daemon) from listening on it.
+    int one = 1;
+    setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = a.ip;
+    sa.sin_port = htons(a.port);
+    if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) {
+        if (errno != EINPROGRESS && errno != EINTR) {
+            err = errno;
+            return Socket();
+        }
+        if (!wait_fd(s.fd(), POLLOUT, d)) {
+            err = ETIMEDOUT;
+            return Socket();
+        }
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &soerr, &len);
+        if (soerr != 0) {
+            err = soerr;
+            return Socket();
+        }
+    }
+    tune(s.fd());
+    err = 0;
+    return s;
+}
+
+Socket accept_from(const Socket &listener, int &err) {
+    for (;;) {
+        int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            tune(fd);
+            err = 0;
+            return Socket(fd);
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        err = errno;
+        return Socket();
+    }
+}
+
+std::string IoResult::str() const {
+    switch (kind) {
+    case Io::Ok: return "ok";
+    case Io::Eof: return "connection closed";
+    case Io::Timeout: return "timed out";
+    case Io::Garbage: return "not a dist-bind message";
+    case Io::Error: return errno_str(err);
+    }
+    return "?";
+}
+
+IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body, size_t len, const Deadline &d) {
+    if (len > kMaxBody) return {Io::Error, EMSGSIZE};
+    uint8_t h[kHeader];
+    put_le(h, kMagic, 4);
+    put_le(h + 4, static_cast<uint16_t>(type), 2);
+    put_le(h + 6, op, 2);
+    put_le(h + 8, seq, 4);
+    put_le(h + 12, len, 4);
+    // One write for small messages, so a reader never sees half of one.
+    if (len <= 65536) {
+        std::vector<uint8_t> all(h, h + kHeader);
+        if (len) all.insert(all.end(), static_cast<const uint8_t *>(body), static_cast<const uint8_t *>(body) + len);
+        return write_all(fd, all.data(), all.size(), d);
+    }
+    IoResult r = write_all(fd, h, kHeader, d);
+    if (r.ok()) r = write_all(fd, static_cast<const uint8_t *>(body), len, d);
+    return r;
+}
+
+IoResult recv_msg(int fd, Message &m, const Deadline &d) {
+    uint8_t h[kHeader];
+    IoResult r = read_all(fd, h, kHeader, d);
+    if (!r.ok()) return r;
+    if (get_le(h, 4) != kMagic) return {Io::Garbage, 0};
+    uint64_t type = get_le(h + 4, 2);
+    uint64_t len = get_le(h + 12, 4);
+    if (type < static_cast<uint16_t>(Msg::Hello) || type > static_cast<uint16_t>(Msg::Missing) || len > kMaxBody)
+        return {Io::Garbage, 0};
+    m.type = static_cast<Msg>(type);
+    m.op = static_cast<uint16_t>(get_le(h + 6, 2));
+    m.seq = static_cast<uint32_t>(get_le(h + 8, 4));
+    m.body.resize(len);
+    if (len) r = read_all(fd, m.body.data(), len, d);
+    return r;
+}
+
+int peek_type(int fd) {
+    uint8_t h[kHeader];
+    for (;;) {
+        ssize_t n = ::recv(fd, h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return -1;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        if (static_cast<size_t>(n) < kHeader) return 0;
+        return get_le(h, 4) == kMagic ? static_cast<int>(get_le(h + 4, 2)) : 0;
+    }
+}
+
+int wait_readable(const std::vector<int> &fds, const Deadline &d) {
+    std::vector<pollfd> p(fds.size());
+    for (size_t i = 0; i < fds.size(); i++) p[i] = {fds[i], POLLIN, 0};
+    for (;;) {
+        int n = poll(p.data(), p.size(), d.ms_left());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        for (size_t i = 0; i < p.size(); i++)
+            if (p[i].revents) return static_cast<int>(i);
+    }
+}
+
+Writer &Writer::put(uint64_t v, int n) {
+    size_t at = b_.size();
+    b_.resize(at + n);
+    put_le(b_.data() + at, v, n);
+    return *this;
+}
+
+Writer &Writer::str(const std::string &s) {
+    u32(static_cast<uint32_t>(s.size()));
+    return bytes(s.data(), s.size());
+}
+
+Writer &Writer::bytes(const void *p, size_t n) {
+    const uint8_t *b = static_cast<const uint8_t *>(p);
+    b_.insert(b_.end(), b, b + n);
+    return *this;
+}
+
+uint64_t Reader::get(int n) {
+    if (!ok_ || n_ < static_cast<size_t>(n)) {
+        ok_ = false;
+        return 0;
+    }
+    uint64_t v = get_le(p_, n);
+    p_ += n;
+    n_ -= n;
+    return v;
+}
+
+std::string Reader::str() {
+    uint32_t n = u32();
+    const uint8_t *p = bytes(n);
+    return p ? std::string(reinterpret_cast<const char *>(p), n) : std::string();
+}
+
+const uint8_t *Reader::bytes(size_t n) {
+    if (!ok_ || n_ < n) {
+        ok_ = false;
+        return nullptr;
+    }
+    const uint8_t *p = p_;
+    p_ += n;
+    n_ -= n;
+    return p;
+}
+
+std::string errno_str(int err) {
+    char buf[128];
+    // GNU strerror_r returns the message, which may not be buf.
+    return strerror_r(err, buf, sizeof buf);
+}
+
+}  // namespace db::rt::net

@@ -1,0 +1,353 @@
+// PMIx, as Slurm's `--mpi=pmix` serves it: the task's place (when neither
+// the plugin's nor Slurm's variables are there) and the exchange (put,
+// commit, fence, get).  libpmix is loaded with dlopen on first use, so the
+// library runs where PMIx is not installed; pmix.h is only needed to build.
+//
+// Fences are started non-blocking and waited for with our own deadline.
+// On timeout every rank's key for that collective is asked for directly
+// (PMIx's direct modex): a rank that reached the collective has put it, so
+// the ranks whose key cannot be had are the ones that never arrived.
+#include <dlfcn.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "rt.hh"
+
+#ifdef DB_HAVE_PMIX
+#include <pmix.h>
+#endif
+
+namespace db::rt {
+
+bool pmix_has_server(const Env &env) { return env.get("PMIX_NAMESPACE") && env.get("PMIX_RANK"); }
+
+#ifndef DB_HAVE_PMIX
+
+PmixPlace pmix_place(std::shared_ptr<void> &) {
+    fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without PMIx support (pmix.h was not found)");
+}
+std::unique_ptr<Exchange> make_pmix(const ExchangeConfig &) {
+    fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without PMIx support (pmix.h was not found)");
+}
+
+#else
+
+namespace {
+
+// The PMIx client: one per process, initialised once and finalised when
+// the last user lets go.
+struct Session {
+    void *dl = nullptr;
+    decltype(&PMIx_Init) init = nullptr;
+    decltype(&PMIx_Finalize) finalize = nullptr;
+    decltype(&PMIx_Get) get = nullptr;
+    decltype(&PMIx_Get_nb) get_nb = nullptr;
+    decltype(&PMIx_Put) put = nullptr;
+    decltype(&PMIx_Commit) commit = nullptr;
+    decltype(&PMIx_Fence_nb) fence_nb = nullptr;
+    decltype(&PMIx_Error_string) error_string = nullptr;
+    decltype(&PMIx_Value_destruct) value_destruct = nullptr;
+    pmix_proc_t me{};
+    // A fence that never completed may still call back; then PMIx must not
+    // be finalised under it.
+    bool wedged = false;
+    // Collective numbers are the process's, so keys of two handles never collide.
+    uint32_t seq = 0;
+
+    ~Session() {
+        if (finalize && !wedged) finalize(nullptr, 0);
+    }
+    std::string err(pmix_status_t rc) const { return error_string ? error_string(rc) : std::to_string(rc); }
+};
+
+std::mutex g_mu;
+std::weak_ptr<Session> g_session;
+
+template <typename T>
+void sym(void *dl, T &out, const char *name) {
+    out = reinterpret_cast<T>(dlsym(dl, name));
+    if (!out) fail(DISTBIND_ERR_UNAVAILABLE, std::string("libpmix has no ") + name);
+}
+
+std::shared_ptr<Session> session() {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (auto s = g_session.lock()) return s;
+    auto s = std::make_shared<Session>();
+    // GLOBAL: PMIx's own plugins resolve symbols from libpmix.
+    s->dl = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
+    if (!s->dl) s->dl = dlopen("libpmix.so", RTLD_NOW | RTLD_GLOBAL);
+    if (!s->dl)
+        fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load libpmix (install libpmix2 or use "
+                                                   "DIST_BIND_BOOTSTRAP=tcp): ") + dlerror());
+    sym(s->dl, s->init, "PMIx_Init");
+    sym(s->dl, s->finalize, "PMIx_Finalize");
+    sym(s->dl, s->get, "PMIx_Get");
+    sym(s->dl, s->get_nb, "PMIx_Get_nb");
+    sym(s->dl, s->put, "PMIx_Put");
+    sym(s->dl, s->commit, "PMIx_Commit");
+    sym(s->dl, s->fence_nb, "PMIx_Fence_nb");
+    sym(s->dl, s->error_string, "PMIx_Error_string");
+    sym(s->dl, s->value_destruct, "PMIx_Value_destruct");
+    pmix_status_t rc = s->init(&s->me, nullptr, 0);
+    if (rc != PMIX_SUCCESS) {
+        s->finalize = nullptr;
+        fail(DISTBIND_ERR_UNAVAILABLE, "PMIx_Init failed: " + s->err(rc) +
+                                           " (is this task started by srun --mpi=pmix?)");
+    }
+    debugf("pmix: connected as %s rank %u", s->me.nspace, s->me.rank);
+    g_session = s;
+    return s;
+}
+
+void load_key(char *dst, const char *key) {
+    std::memset(dst, 0, PMIX_MAX_KEYLEN + 1);
+    std::strncpy(dst, key, PMIX_MAX_KEYLEN);
+}
+
+pmix_proc_t proc_of(const Session &s, uint32_t rank) {
+    pmix_proc_t p{};
+    std::memcpy(p.nspace, s.me.nspace, sizeof p.nspace);
+    p.rank = rank;
+    return p;
+}
+
+// An unsigned value of a job or process key, whatever integer type the
+// server chose.
+uint64_t get_uint(Session &s, uint32_t rank, const char *key) {
+    pmix_proc_t p = proc_of(s, rank);
+    pmix_value_t *v = nullptr;
+    pmix_status_t rc = s.get(&p, key, nullptr, 0, &v);
+    if (rc != PMIX_SUCCESS || !v)
+        fail(DISTBIND_ERR_UNAVAILABLE, std::string("PMIx has no ") + key + ": " + s.err(rc));
+    uint64_t out = 0;
+    bool ok = true;
+    switch (v->type) {
+    case PMIX_UINT8: out = v->data.uint8; break;
+    case PMIX_UINT16: out = v->data.uint16; break;
+    case PMIX_UINT32: out = v->data.uint32; break;
+    case PMIX_UINT64: out = v->data.uint64; break;
+    case PMIX_SIZE: out = v->data.size; break;
+    case PMIX_INT: ok = v->data.integer >= 0; out = static_cast<uint64_t>(v->data.integer); break;
+    case PMIX_PROC_RANK: out = v->data.rank; break;
+    default: ok = false;
+    }
+    s.value_destruct(v);
+    free(v);
+    if (!ok || out > (1u << 24)) fail(DISTBIND_ERR_UNAVAILABLE, std::string("PMIx gave an unusable ") + key);
+    return out;
+}
+
+struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    pmix_status_t rc = PMIX_SUCCESS;
+    bool found = false;
+    pmix_info_t info[1];
+
+    void finish(pmix_status_t st, bool f = false) {
+        std::lock_guard<std::mutex> lock(mu);
+        done = true;
+        rc = st;
+        found = f;
+        cv.notify_all();
+    }
+    bool wait_until(Clock::time_point t) {
+        std::unique_lock<std::mutex> lock(mu);
+        return cv.wait_until(lock, t, [&] { return done; });
+    }
+};
+
+// The callbacks hold a reference so a late callback after a timeout finds
+// its waiter alive.
+void fence_done(pmix_status_t st, void *cbdata) {
+    auto *w = static_cast<std::shared_ptr<Waiter> *>(cbdata);
+    (*w)->finish(st);
+    delete w;
+}
+
+void get_done(pmix_status_t st, pmix_value_t *, void *cbdata) {
+    auto *w = static_cast<std::shared_ptr<Waiter> *>(cbdata);
+    (*w)->finish(st, st == PMIX_SUCCESS);
+    delete w;
+}
+
+class PmixExchange final : public Exchange {
+  public:
+    explicit PmixExchange(const ExchangeConfig &c) : c_(c), s_(session()) {
+        uint32_t world = static_cast<uint32_t>(get_uint(*s_, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE));
+        if (s_->me.rank != static_cast<uint32_t>(c.rank) || world != static_cast<uint32_t>(c.world))
+            fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
+                                       " by its variables, but PMIx says rank " + std::to_string(s_->me.rank) + " of " +
+                                       std::to_string(world) + ": the variables do not belong to this step");
+        barrier_named("the set-up check");
+    }
+
+    const char *name() const override { return "pmix"; }
+
+    void barrier() override { barrier_named(nullptr); }
+
+    void broadcast(void *buf, size_t len, int root) override {
+        std::string what = begin("broadcast");
+        put(c_.rank == root ? buf : nullptr, c_.rank == root ? len : 0);
+        fence(what);
+        if (c_.rank != root) fetch(what, root, buf, len);
+    }
+
+    void allgather(const void *send, size_t len, void *recv) override {
+        std::string what = begin("allgather");
+        put(send, len);
+        fence(what);
+        for (int r = 0; r < c_.world; r++) {
+            uint8_t *dst = static_cast<uint8_t *>(recv) + static_cast<size_t>(r) * len;
+            if (r == c_.rank) {
+                if (len) std::memmove(dst, send, len);
+            } else {
+                fetch(what, r, dst, len);
+            }
+        }
+    }
+
+  private:
+    ExchangeConfig c_;
+    std::shared_ptr<Session> s_;
+    uint32_t seq_ = 0;  // this collective's number (from the session)
+    std::string broken_;
+
+    std::string begin(const char *kind) {
+        if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+        seq_ = ++s_->seq;
+        return std::string(kind) + " #" + std::to_string(seq_);
+    }
+
+    std::string key() const { return "distbind." + std::to_string(seq_); }
+
+    [[noreturn]] void broken(distbind_status st, const std::string &msg) {
+        broken_ = msg;
+        fail(st, msg);
+    }
+
+    void barrier_named(const char *name) {
+        std::string what = begin("barrier");
+        if (name) what = name;
+        put(nullptr, 0);
+        fence(what);
+    }
+
+    // Every collective puts a key, also when it carries nothing: it is the
+    // trace that this rank arrived.
+    void put(const void *p, size_t n) {
+        pmix_value_t v{};
+        v.type = PMIX_BYTE_OBJECT;
+        v.data.bo.bytes = const_cast<char *>(static_cast<const char *>(p));
+        v.data.bo.size = n;
+        std::string k = key();
+        pmix_status_t rc = s_->put(PMIX_GLOBAL, k.c_str(), &v);
+        if (rc == PMIX_SUCCESS) rc = s_->commit();
+        if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_UNAVAILABLE, "PMIx_Put/Commit failed: " + s_->err(rc));
+    }
+
+    // Always a collecting fence: Slurm 22.05's fence without data
+    // collection lets a node through before every other node has arrived,
+    // so only a collecting one is a barrier there.
+    void fence(const std::string &what) {
+        auto w = std::make_shared<Waiter>();
+        std::memset(w->info, 0, sizeof w->info);
+        load_key(w->info[0].key, PMIX_COLLECT_DATA);
+        w->info[0].value.type = PMIX_BOOL;
+        w->info[0].value.data.flag = true;
+        pmix_proc_t all = proc_of(*s_, PMIX_RANK_WILDCARD);
+        auto *hold = new std::shared_ptr<Waiter>(w);
+        pmix_status_t rc = s_->fence_nb(&all, 1, w->info, 1, fence_done, hold);
+        if (rc == PMIX_OPERATION_SUCCEEDED) {
+            delete hold;
+            return;
+        }
+        if (rc != PMIX_SUCCESS) {
+            delete hold;
+            broken(DISTBIND_ERR_UNAVAILABLE, what + " failed: PMIx_Fence: " + s_->err(rc));
+        }
+        auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
+        if (!w->wait_until(until)) {
+            s_->wedged = true;
+            broken(DISTBIND_ERR_TIMEOUT, what + " failed: " + absent() + " (seen by rank " + std::to_string(c_.rank) +
+                                             ", PMIx)");
+        }
+        if (w->rc != PMIX_SUCCESS)
+            broken(DISTBIND_ERR_PEER, what + " failed: the PMIx fence failed: " + s_->err(w->rc) +
+                                          " (a rank exited or the step is being torn down)");
+    }
+
+    // Who never arrived: ask every other rank for this collective's key,
+    // all at once, for a short while.
+    std::string absent() {
+        std::string k = key();
+        std::vector<std::shared_ptr<Waiter>> asks;
+        for (int r = 0; r < c_.world; r++) {
+            auto w = std::make_shared<Waiter>();
+            asks.push_back(w);
+            if (r == c_.rank) {
+                w->finish(PMIX_SUCCESS, true);
+                continue;
+            }
+            std::memset(w->info, 0, sizeof w->info);
+            load_key(w->info[0].key, PMIX_TIMEOUT);
+            w->info[0].value.type = PMIX_INT;
+            w->info[0].value.data.integer = 2;
+            pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(r));
+            auto *hold = new std::shared_ptr<Waiter>(w);
+            if (s_->get_nb(&p, k.c_str(), w->info, 1, get_done, hold) != PMIX_SUCCESS) {
+                delete hold;
+                w->finish(PMIX_ERROR);
+            }
+        }
+        auto until = Clock::now() + std::chrono::seconds(3);
+        std::vector<int> missing;
+        for (int r = 0; r < c_.world; r++)
+            if (!asks[r]->wait_until(until) || !asks[r]->found) missing.push_back(r);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
+        if (missing.empty()) return std::string("the PMIx fence did not complete within ") + buf;
+        return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) + " did not arrive within " + buf;
+    }
+
+    void fetch(const std::string &what, int rank, void *dst, size_t len) {
+        pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(rank));
+        pmix_value_t *v = nullptr;
+        std::string k = key();
+        pmix_status_t rc = s_->get(&p, k.c_str(), nullptr, 0, &v);
+        if (rc != PMIX_SUCCESS || !v)
+            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
+        bool ok = v->type == PMIX_BYTE_OBJECT && v->data.bo.size == len;
+        size_t got = v->type == PMIX_BYTE_OBJECT ? v->data.bo.size : 0;
+        if (ok && len) std::memcpy(dst, v->data.bo.bytes, len);
+        s_->value_destruct(v);
+        free(v);
+        if (!ok)
+            broken(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(rank) + " passed " + std::to_string(got) +
+                                          " bytes but rank " + std::to_string(c_.rank) + " expected " +
+                                          std::to_string(len) + " (every rank must pass the same size and root)");
+    }
+};
+
+}  // namespace
+
+PmixPlace pmix_place(std::shared_ptr<void> &keep) {
+    auto s = session();
+    keep = s;
+    PmixPlace p{};
+    p.rank = static_cast<int>(s->me.rank);
+    p.world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE));
+    p.local_world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE));
+    p.local_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_LOCAL_RANK));
+    p.node_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_NODEID));
+    return p;
+}
+
+std::unique_ptr<Exchange> make_pmix(const ExchangeConfig &c) { return std::make_unique<PmixExchange>(c); }
+
+#endif
+
+}  // namespace db::rt

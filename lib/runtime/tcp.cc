@@ -1,0 +1,316 @@
+// The TCP bootstrap's collectives (the tree itself is described in tcp.hh).
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "tcp.hh"
+
+namespace db::rt::tcp {
+
+TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
+    tree_.n = c.world;
+    tree_.k = c.fanout;
+    Deadline d = Deadline::in(c.timeout_s);
+    grace_ = 1.0 + c.timeout_s / 10;
+    if (c.world == 1) return;
+    if (c.rank == 0)
+        setup_root(d);
+    else
+        setup_child(d);
+    barrier_named("the set-up check");
+}
+
+void TcpExchange::broadcast(void *buf, size_t len, int root) {
+    Op op = begin(kBroadcast);
+    if (c_.world == 1) return;
+    std::string what = label(op, nullptr);
+    auto t0 = Clock::now();
+    std::vector<uint8_t> data;
+    if (root != 0) {
+        // The data first climbs from `root` to rank 0, as a gather in
+        // which only root's branch carries bytes.
+        bool mine = c_.rank == root;
+        std::vector<uint8_t> up = gather(op, what, t0, mine ? buf : nullptr, mine ? len : 0, len,
+                                         [&](int child) { return tree_.below(root, child); });
+        if (c_.rank == 0) data = std::move(up);
+    } else if (c_.rank == 0) {
+        const uint8_t *p = static_cast<const uint8_t *>(buf);
+        data.assign(p, p + len);
+    }
+    Writer w;
+    w.u32(static_cast<uint32_t>(root)).u32(static_cast<uint32_t>(len));
+    if (c_.rank == 0) w.bytes(data.data(), data.size());
+    std::vector<uint8_t> got = down(op, what, t0, w.data());
+    Reader r(got);
+    uint32_t their_root = r.u32(), their_len = r.u32();
+    if (!r.ok() || their_root != static_cast<uint32_t>(root) || their_len != len || r.left() != len)
+        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 broadcast " + std::to_string(their_len) + " bytes from rank " +
+                                      std::to_string(their_root) + ", but rank " + std::to_string(c_.rank) +
+                                      " expected " + std::to_string(len) + " bytes from rank " +
+                                      std::to_string(root) + " (every rank must pass the same size and root)");
+    if (c_.rank != root && len) std::memcpy(buf, r.bytes(len), len);
+}
+
+void TcpExchange::allgather(const void *send, size_t len, void *recv) {
+    Op op = begin(kAllgather);
+    if (c_.world == 1) {
+        if (len) std::memmove(recv, send, len);
+        return;
+    }
+    std::string what = label(op, nullptr);
+    auto t0 = Clock::now();
+    std::vector<uint8_t> pre = gather(op, what, t0, send, len, len, [](int) { return true; });
+    Writer w;
+    w.u32(static_cast<uint32_t>(len));
+    if (c_.rank == 0) {
+        // Pre-order, as gathered, to rank order.
+        std::vector<int> order = tree_.preorder(0);
+        std::vector<uint8_t> all(static_cast<size_t>(c_.world) * len);
+        for (size_t i = 0; i < order.size() && len; i++)
+            std::memcpy(all.data() + static_cast<size_t>(order[i]) * len, pre.data() + i * len, len);
+        w.bytes(all.data(), all.size());
+    }
+    std::vector<uint8_t> got = down(op, what, t0, w.data());
+    Reader r(got);
+    uint32_t their_len = r.u32();
+    if (!r.ok() || their_len != len || r.left() != static_cast<size_t>(c_.world) * len)
+        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 gathered " + std::to_string(their_len) +
+                                      " bytes per rank but rank " + std::to_string(c_.rank) + " passed " +
+                                      std::to_string(len) + " (every rank must pass the same size)");
+    if (len) std::memcpy(recv, r.bytes(r.left()), static_cast<size_t>(c_.world) * len);
+}
+
+TcpExchange::Op TcpExchange::begin(uint16_t kind) {
+    if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+    Op op{kind, ++seq_};
+    // A neighbour that failed while this rank was away left word (or
+    // hung up): report that, not whatever this collective would trip on.
+    std::string what = label(op, nullptr);
+    check_pending(parent_, what);
+    for (Peer &ch : children_) check_pending(ch, what);
+    return op;
+}
+
+void TcpExchange::check_pending(Peer &p, const std::string &what) {
+    if (!p.link) return;
+    int t = peek_type(p.link.fd());
+    if (t == static_cast<int>(Msg::Abort)) {
+        Message m;
+        if (recv_msg(p.link.fd(), m, Deadline::in(1.0)).ok()) on_abort(m, p.rank);
+    }
+    if (t < 0) lost(what, p.rank, {Io::Eof, 0});
+}
+
+std::string TcpExchange::label(Op op, const char *name) const {
+    if (name) return name;
+    return std::string(op_name(op.first)) + " #" + std::to_string(op.second);
+}
+
+void TcpExchange::barrier_named(const char *name) {
+    Op op = begin(kBarrier);
+    if (c_.world == 1) return;
+    std::string what = label(op, name);
+    auto t0 = Clock::now();
+    gather(op, what, t0, nullptr, 0, 0, [](int) { return false; });
+    down(op, what, t0, {});
+}
+
+double TcpExchange::margin() const {
+    int height = tree_.depth(c_.world - 1);
+    return std::min(0.5, c_.timeout_s / (4.0 * (height + 1)));
+}
+
+// ---- failing ----------------------------------------------------------
+
+void TcpExchange::spread(distbind_status st, const std::string &msg, int except) {
+    Writer w;
+    w.u64(session_).u16(static_cast<uint16_t>(st)).str(msg);
+    Deadline d = Deadline::in(1.0);
+    auto tell = [&](Peer &p) {
+        if (p.link && p.rank != except)
+            send_msg(p.link.fd(), Msg::Abort, 0, seq_, w.data().data(), w.data().size(), d);
+    };
+    tell(parent_);
+    for (Peer &ch : children_) tell(ch);
+    broken_ = msg;
+        fail(st, msg);
+}
+
+void TcpExchange::on_abort(const Message &m, int from) {
+    Reader r(m.body);
+    r.u64();
+    auto st = static_cast<distbind_status>(r.u16());
+    std::string text = r.str();
+    if (!r.ok() || st == DISTBIND_OK) {
+        st = DISTBIND_ERR_PEER;
+        text = "rank " + std::to_string(from) + " failed and sent an unreadable message";
+    }
+    spread(st, text, from);
+}
+
+void TcpExchange::lost(const std::string &what, int who, const IoResult &r) {
+    Peer *p = who == parent_.rank ? &parent_ : nullptr;
+    for (Peer &ch : children_)
+        if (ch.rank == who) p = &ch;
+    if (p && p->link && peek_type(p->link.fd()) == static_cast<int>(Msg::Abort)) {
+        Message m;
+        if (recv_msg(p->link.fd(), m, Deadline::in(1.0)).ok()) on_abort(m, who);
+    }
+    std::string how = r.kind == Io::Garbage ? "sent something that is not a dist-bind message"
+                      : r.kind == Io::Timeout ? "stopped in the middle of a message"
+                                              : "closed its connection (" + r.str() +
+                                                    "): it exited, crashed or called distbind_destroy";
+    spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(who) + " " + how + " (seen by rank " +
+                                  std::to_string(c_.rank) + ")",
+           who);
+}
+
+void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
+    std::string theirs = m.type == Msg::Up || m.type == Msg::Down
+                             ? std::string(op_name(m.op)) + " #" + std::to_string(m.seq)
+                             : "message type " + std::to_string(static_cast<int>(m.type));
+    spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(who) + " sent " + theirs + " instead (seen by rank " +
+                                  std::to_string(c_.rank) + "): the ranks called different collectives",
+           who);
+}
+
+// ---- collectives ------------------------------------------------------
+
+std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
+                                         size_t n_mine, size_t len, const std::function<bool(int)> &carries) {
+    size_t nch = children_.size();
+    std::vector<std::vector<uint8_t>> got(nch);
+    std::vector<bool> done(nch, false);
+    std::vector<int> missing, unreachable;
+    size_t pending = nch;
+    int depth = tree_.depth(c_.rank);
+    auto wait_end = t0 + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(c_.timeout_s - depth * margin()));
+    Deadline dch{wait_end};
+    Deadline dmsg = Deadline::in(c_.timeout_s + grace_);
+    while (pending) {
+        std::vector<int> fds, who;
+        if (parent_.link) fds.push_back(parent_.link.fd()), who.push_back(-1);
+        for (size_t i = 0; i < nch; i++)
+            if (!done[i]) fds.push_back(children_[i].link.fd()), who.push_back(static_cast<int>(i));
+        int at = wait_readable(fds, dch);
+        if (at < 0) break;
+        Message m;
+        if (who[at] < 0) {
+            IoResult r = recv_msg(parent_.link.fd(), m, rest_of_message());
+            if (!r.ok()) lost(what, parent_.rank, r);
+            if (m.type == Msg::Abort) on_abort(m, parent_.rank);
+            mismatch(what, parent_.rank, m);
+        }
+        size_t i = static_cast<size_t>(who[at]);
+        int ch = children_[i].rank;
+        IoResult r = recv_msg(children_[i].link.fd(), m, rest_of_message());
+        if (!r.ok()) lost(what, ch, r);
+        if (m.type == Msg::Abort) on_abort(m, ch);
+        if (m.type == Msg::Missing) {
+            Reader rd(m.body);
+            for (auto *list : {&missing, &unreachable})
+                for (uint32_t n = rd.u32(); rd.ok() && n > 0; n--) list->push_back(static_cast<int>(rd.u32()));
+        } else if (m.type == Msg::Up && m.op == op.first && m.seq == op.second) {
+            Reader rd(m.body);
+            uint32_t their_len = rd.u32();
+            uint32_t n = rd.u32();
+            if (!rd.ok() || rd.left() != n) lost(what, ch, {Io::Garbage, 0});
+            if (their_len != len)
+                spread(DISTBIND_ERR_PEER,
+                       what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(their_len) +
+                           " bytes but rank " + std::to_string(c_.rank) + " passed " + std::to_string(len) +
+                           " (every rank must pass the same size)");
+            const uint8_t *p = rd.bytes(n);
+            got[i].assign(p, p + n);
+        } else {
+            mismatch(what, ch, m);
+        }
+        done[i] = true;
+        pending--;
+    }
+    for (size_t i = 0; i < nch; i++) {
+        if (done[i]) continue;
+        missing.push_back(children_[i].rank);
+        for (int r : tree_.preorder(children_[i].rank))
+            if (r != children_[i].rank) unreachable.push_back(r);
+    }
+    if (!missing.empty()) report_missing(what, std::move(missing), std::move(unreachable));
+    std::vector<uint8_t> body;
+    if (n_mine) body.assign(static_cast<const uint8_t *>(mine), static_cast<const uint8_t *>(mine) + n_mine);
+    for (size_t i = 0; i < nch; i++)
+        if (carries(children_[i].rank)) body.insert(body.end(), got[i].begin(), got[i].end());
+    if (c_.rank == 0) return body;
+    Writer w;
+    w.u32(static_cast<uint32_t>(len)).u32(static_cast<uint32_t>(body.size())).bytes(body.data(), body.size());
+    IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, w.data().data(), w.data().size(), dmsg);
+    if (!r.ok()) lost(what, parent_.rank, r);
+    return {};
+}
+
+void TcpExchange::report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable) {
+    std::sort(missing.begin(), missing.end());
+    std::sort(unreachable.begin(), unreachable.end());
+    std::string msg = what + " failed: rank" + (missing.size() > 1 ? "s " : " ") + rank_list(missing) +
+                      " did not arrive within " + secs(c_.timeout_s);
+    if (!unreachable.empty())
+        msg += " (rank" + std::string(unreachable.size() > 1 ? "s " : " ") + rank_list(unreachable) +
+               ", below them in the tree, could not report)";
+    if (c_.rank == 0) spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank 0)");
+    // Tell the parent who is missing, then wait for rank 0's verdict so
+    // every rank fails with the same message.
+    Writer w;
+    w.u32(static_cast<uint32_t>(missing.size()));
+    for (int r : missing) w.u32(static_cast<uint32_t>(r));
+    w.u32(static_cast<uint32_t>(unreachable.size()));
+    for (int r : unreachable) w.u32(static_cast<uint32_t>(r));
+    Deadline d = Deadline::in(grace_ + margin());
+    send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, w.data().data(), w.data().size(), d);
+    if (wait_readable({parent_.link.fd()}, d) == 0) {
+        Message m;
+        if (recv_msg(parent_.link.fd(), m, rest_of_message()).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
+    }
+    spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank " + std::to_string(c_.rank) + ")");
+}
+
+std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root) {
+    std::vector<uint8_t> body;
+    Deadline dmsg{t0 + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(c_.timeout_s + grace_))};
+    if (c_.rank == 0) {
+        body = at_root;
+    } else {
+        for (;;) {
+            std::vector<int> fds{parent_.link.fd()};
+            for (Peer &ch : children_) fds.push_back(ch.link.fd());
+            int at = wait_readable(fds, dmsg);
+            if (at < 0)
+                spread(DISTBIND_ERR_TIMEOUT,
+                       what + " failed: no answer from rank 0 (through rank " + std::to_string(parent_.rank) +
+                           ") within " + secs(c_.timeout_s) + ": rank 0, or a rank between, did not arrive (seen by rank " +
+                           std::to_string(c_.rank) + ")");
+            Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];
+            Message m;
+            IoResult r = recv_msg(from.link.fd(), m, rest_of_message());
+            if (!r.ok()) lost(what, from.rank, r);
+            if (m.type == Msg::Abort) on_abort(m, from.rank);
+            if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second)
+                mismatch(what, from.rank, m);
+            body = std::move(m.body);
+            break;
+        }
+    }
+    for (Peer &ch : children_) {
+        IoResult r = send_msg(ch.link.fd(), Msg::Down, op.first, op.second, body.data(), body.size(), dmsg);
+        if (!r.ok()) lost(what, ch.rank, r);
+    }
+    return body;
+}
+
+}  // namespace db::rt::tcp
+
+namespace db::rt {
+
+std::unique_ptr<Exchange> make_tcp(const ExchangeConfig &c) { return std::make_unique<tcp::TcpExchange>(c); }
+
+}  // namespace db::rt

@@ -1,0 +1,209 @@
+// The TCP bootstrap: a k-ary tree of ranks rooted at rank 0.
+//
+// Set-up.  Only rank 0's address is known (MASTER_ADDR:MASTER_PORT).  Each
+// rank opens a listener of its own, then registers with rank 0 over a short
+// connection (rank, world size, step key, its listener's address) and hangs
+// up.  Rank 0 serves registrations one at a time, so however large the
+// world it holds at most one registration plus its k children open.  Once
+// every rank has registered, rank 0 connects to its children and hands each
+// the addresses of its subtree; each child does the same below it.  A rank
+// therefore only ever talks to its parent and its children.
+//
+// Collectives run up the tree (gather) and down (answer); every message
+// carries the collective's number and kind, so ranks that call different
+// collectives are caught.  Waits are staggered by depth: a rank gives up on
+// its children a little before its parent would give up on it, and reports
+// the ranks that never arrived upward, so rank 0 can name them.  Any
+// failure is sent to every neighbour (who pass it on) before the rank
+// returns it, so the whole step fails with the same message instead of
+// hanging.
+#pragma once
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "net.hh"
+#include "rt.hh"
+
+namespace db::rt::tcp {
+
+using namespace net;
+
+constexpr uint32_t kProto = 1;
+enum Op : uint16_t { kBarrier = 1, kBroadcast, kAllgather };
+
+// How long rank 0 waits for one registration to say who it is: a real rank
+// sends it right after connecting; anything slower is not one.
+constexpr double kHelloWait = 2.0;
+
+inline const char *op_name(uint16_t op) {
+    switch (op) {
+    case kBarrier: return "barrier";
+    case kBroadcast: return "broadcast";
+    case kAllgather: return "allgather";
+    }
+    return "collective";
+}
+
+// Heap-numbered k-ary tree: the children of r are r*k+1 .. r*k+k.
+struct Tree {
+    int n = 1;
+    unsigned k = 8;
+    int parent(int r) const { return r == 0 ? -1 : static_cast<int>((r - 1) / k); }
+    std::vector<int> children(int r) const {
+        std::vector<int> out;
+        uint64_t first = static_cast<uint64_t>(r) * k + 1;
+        for (uint64_t c = first; c < first + k && c < static_cast<uint64_t>(n); c++) out.push_back(static_cast<int>(c));
+        return out;
+    }
+    int depth(int r) const {
+        int d = 0;
+        for (; r > 0; r = parent(r)) d++;
+        return d;
+    }
+    bool below(int r, int top) const {  // r in top's subtree
+        while (r > top) r = parent(r);
+        return r == top;
+    }
+    // The subtree of r in pre-order (r first, then each child's subtree).
+    std::vector<int> preorder(int r) const {
+        std::vector<int> out, stack{r};
+        while (!stack.empty()) {
+            int x = stack.back();
+            stack.pop_back();
+            out.push_back(x);
+            std::vector<int> ch = children(x);
+            for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back(*it);
+        }
+        return out;
+    }
+};
+
+// An open connection to another rank, counted for peak_connections().
+class Link {
+  public:
+    Link() = default;
+    Link(Socket s, long *open, long *peak) : s_(std::move(s)), open_(open) {
+        if (++*open_ > *peak) *peak = *open_;
+    }
+    Link(Link &&o) noexcept : s_(std::move(o.s_)), open_(o.open_) {}
+    Link &operator=(Link &&o) noexcept {
+        close();
+        s_ = std::move(o.s_);
+        open_ = o.open_;
+        return *this;
+    }
+    ~Link() { close(); }
+    void close() {
+        if (s_) {
+            s_.close();
+            --*open_;
+        }
+    }
+    int fd() const { return s_.fd(); }
+    explicit operator bool() const { return static_cast<bool>(s_); }
+
+  private:
+    Socket s_;
+    long *open_ = nullptr;
+};
+
+struct Peer {
+    int rank = -1;
+    Link link;
+};
+
+inline uint64_t random64() {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != sizeof v)
+        v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 32);
+    return v | 1;
+}
+
+inline std::string secs(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g s", s);
+    return buf;
+}
+
+inline Deadline sooner(const Deadline &a, double s) {
+    Deadline b = Deadline::in(s);
+    return b.at < a.at ? b : a;
+}
+
+inline bool retryable_connect(int err) {
+    return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
+           err == ECONNRESET || err == EAGAIN || err == EINTR || err == ECONNABORTED;
+}
+
+class TcpExchange final : public Exchange {
+  public:
+    explicit TcpExchange(const ExchangeConfig &c);
+    const char *name() const override { return "tcp"; }
+    long peak_connections() const override { return peak_; }
+    void barrier() override { barrier_named(nullptr); }
+    void broadcast(void *buf, size_t len, int root) override;
+    void allgather(const void *send, size_t len, void *recv) override;
+
+  private:
+    using Op = std::pair<uint16_t, uint32_t>;  // kind, number
+    ExchangeConfig c_;
+    Tree tree_;
+    double grace_ = 1;
+    uint64_t session_ = 0;
+    Peer parent_;
+    std::vector<Peer> children_;
+    uint32_t seq_ = 0;
+    std::string broken_;
+    long open_ = 0, peak_ = 0;
+
+    Op begin(uint16_t kind);
+    void check_pending(Peer &p, const std::string &what);
+    std::string label(Op op, const char *name) const;
+    void barrier_named(const char *name);
+    // Once a message has begun to arrive, the rest of it gets its own time:
+    // it may begin just as the collective's deadline passes.
+    Deadline rest_of_message() const { return Deadline::in(std::max(2.0, c_.timeout_s)); }
+    double margin() const;
+
+    // ---- failing ----------------------------------------------------------
+    // Tell every neighbour but `except`, mark the exchange broken, throw.
+    [[noreturn]] void spread(distbind_status st, const std::string &msg, int except = -1);
+    [[noreturn]] void on_abort(const Message &m, int from);
+    [[noreturn]] void lost(const std::string &what, int who, const IoResult &r);
+    [[noreturn]] void mismatch(const std::string &what, int who, const Message &m);
+
+    // ---- collectives ------------------------------------------------------
+    // Gather toward rank 0.  Each rank sends up [len][n][bytes]: its own
+    // `mine` (n_mine bytes) followed by what its children sent for whom
+    // `carries(child)` holds, in child order.  Returns the bytes at rank 0.
+    std::vector<uint8_t> gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
+                                size_t n_mine, size_t len, const std::function<bool(int)> &carries);
+    [[noreturn]] void report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable);
+    // Rank 0's answer travels down; returns it.
+    std::vector<uint8_t> down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root);
+
+    // ---- set-up -------------------------------------------------------------
+    std::string master() const { return c_.master_addr + ":" + std::to_string(c_.master_port); }
+    // Rank 0 stops the set-up: every registered rank hears why, directly.
+    void abort_registered(const std::vector<Addr> &addr, const std::vector<bool> &have, distbind_status st,
+                          const std::string &msg);
+    // After a failed set-up, answer the ranks still connecting with the
+    // reason (instead of leaving them to time out), until each has heard
+    // it or the deadline passes.
+    void turn_away(const Socket &lis, std::vector<bool> told, const Deadline &d, const std::string &why);
+    void setup_root(const Deadline &d);
+    static std::string host_name();
+    void setup_child(const Deadline &d);
+    // Connect to each child and hand it the addresses of its subtree.
+    void connect_children(const std::vector<std::pair<int, Addr>> &sub, const Deadline &d);
+};
+
+}  // namespace db::rt::tcp

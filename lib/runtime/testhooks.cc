@@ -1,0 +1,57 @@
+// The internals the C unit tests reach (see testhooks.h).
+#include "testhooks.h"
+
+#include <cctype>
+#include <cstring>
+
+#include "gpu.hh"
+#include "rt.hh"
+#include "text.hh"
+
+using namespace db::rt;
+
+extern "C" {
+
+int db_rt_test_find_duplicate(int n, const char *const *hosts, const char *const *bus, const int *devices, char *out,
+                              size_t len) {
+    std::vector<gpu::Probe> all(static_cast<size_t>(n));
+    for (int r = 0; r < n; r++) {
+        gpu::Probe &p = all[static_cast<size_t>(r)];
+        std::memset(&p, 0, sizeof p);
+        p.status = DISTBIND_OK;
+        p.device = devices[r];
+        db::copy_out(hosts[r], p.host, sizeof p.host);
+        db::copy_out(bus[r], p.bus, sizeof p.bus);
+    }
+    std::string m = gpu::find_duplicate(all);
+    db::copy_out(m, out, len);
+    return m.empty() ? 0 : 1;
+}
+
+int db_rt_test_nccl_roots(int world, int per_root, int *out, int max) {
+    std::vector<int> r = gpu::nccl_roots(world, per_root);
+    for (size_t i = 0; i < r.size() && static_cast<int>(i) < max; i++) out[i] = r[i];
+    return static_cast<int>(r.size());
+}
+
+void db_rt_test_rank_list(const int *ranks, int n, char *out, size_t len) {
+    db::copy_out(rank_list(std::vector<int>(ranks, ranks + n)), out, len);
+}
+
+int db_rt_test_b64_roundtrip(const unsigned char *p, size_t n) {
+    std::string e = b64_encode_bytes(p, n);
+    for (char c : e)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return 0;
+    std::vector<uint8_t> back;
+    return b64_decode_bytes(e.data(), e.size(), back) && back.size() == n && (n == 0 || !std::memcmp(back.data(), p, n));
+}
+
+double db_rt_test_seconds(const char *s, char *err, size_t len) {
+    try {
+        return parse_seconds(s, "DIST_BIND_TIMEOUT");
+    } catch (const Failure &f) {
+        db::copy_out(f.what(), err, len);
+        return -1;
+    }
+}
+}

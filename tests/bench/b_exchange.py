@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""The TCP exchange at 64, 128 and 256 local ranks: the tree (fan-out 8)
+against a star (every rank a child of rank 0), side by side in one run.
+
+Per configuration: the median over 40 rounds of one 128-byte id broadcast
+from rank 0 plus a barrier (timed at rank 0), the median set-up time
+(distbind_init at rank 0), and the most connections rank 0 held at once.
+Each configuration runs 3 times, alternating tree and star; the medians of
+those are shown.  Absolute times depend on the machine and its load; the
+ratio is the figure to look at."""
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "exchange"))
+from xkit import WORKER, run_ranks  # noqa: E402
+
+ITERS, RUNS, FANOUT = 40, 3, 8
+if not os.path.exists(WORKER):
+    print("b_exchange: %s not built (make bench builds it)" % WORKER)
+    sys.exit(1)
+
+
+def one(world, fanout):
+    res = run_ranks(world, ["bench", str(ITERS)], env={"DIST_BIND_TCP_FANOUT": str(fanout), "DIST_BIND_TIMEOUT": "120"})
+    bad = [r for r, x in res.items() if x.rc != 0]
+    if bad:
+        raise SystemExit("b_exchange: %d ranks, fan-out %d failed: %r" % (world, fanout, res[bad[0]]))
+    f = {}
+    for line in res[0].out.splitlines():
+        for kv in line.split()[1:]:
+            k, _, v = kv.partition("=")
+            f[k] = v
+    return float(f["median_us"]), float(f["init_us"]), int(f["peak"])
+
+
+print("ranks | tree: id+barrier  set-up  rank-0 conns | star: id+barrier  set-up  rank-0 conns | tree/star id+barrier")
+rows = []
+for world in (64, 128, 256):
+    runs = {"tree": [], "star": []}
+    for _ in range(RUNS):
+        runs["tree"].append(one(world, FANOUT))
+        runs["star"].append(one(world, world))
+    med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), max(x[2] for x in v))
+           for k, v in runs.items()}
+    t, s = med["tree"], med["star"]
+    print("%5d | %13.0f us %6.1f ms %12d | %13.0f us %6.1f ms %12d | %.2f" % (
+        world, t[0], t[1] / 1e3, t[2], s[0], s[1] / 1e3, s[2], t[0] / s[0]))
+    rows.append((world, t, s))
+
+w, t, s = rows[-1]
+print("at %d ranks the tree takes %.2fx the star's time per id+barrier; rank 0 holds %d connections (fan-out %d) "
+      "instead of %d" % (w, t[0] / s[0], t[2], FANOUT, s[2]))

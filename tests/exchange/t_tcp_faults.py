@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Faults of the TCP exchange, with real processes: each must end every
+rank with one clear error (the right status, naming the culprit), never a
+hang.  No timing thresholds: a fault that is not detected shows up as the
+wrong status or message, not as slowness."""
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xkit import WORKER, Test, all_say, all_status, free_port, need_worker, run_ranks  # noqa: E402
+
+SAN_WORKER = WORKER + "_san"
+
+
+def faults(t, worker, tag):
+    run = lambda *a, **k: run_ranks(*a, worker=worker, **k)  # noqa: E731
+    fast = {"DIST_BIND_TIMEOUT": "3"}
+
+    # A rank that never starts: every other rank names it.
+    res = run(8, ["roundtrip"], skip={5}, env=fast)
+    what = tag + "rank 5 never starts"
+    t.eq(len(res), 7, what + ": 7 ranks reported")
+    all_status(t, res, "DISTBIND_ERR_TIMEOUT", what)
+    all_say(t, res, "rank 5 did not reach rank 0", what)
+
+    # A rank that starts but never reaches a barrier (a leaf, then an inner
+    # rank whose subtree cannot report): rank 0 names it to everyone.
+    # With fan-out 2 and 12 ranks, rank 2's subtree is 5, 6 and 11.
+    binary = dict(fast, DIST_BIND_TCP_FANOUT="2")
+    res = run(12, ["late", "5", "9"], env=binary)
+    what = tag + "leaf rank 9 never reaches the barrier"
+    all_status(t, res, "DISTBIND_ERR_TIMEOUT", what)
+    all_say(t, res, "barrier #2 failed: rank 9 did not arrive within 3 s (seen by rank 0)", what)
+
+    res = run(12, ["late", "5", "2"], env=binary)
+    what = tag + "inner rank 2 never reaches the barrier"
+    all_status(t, res, "DISTBIND_ERR_TIMEOUT", what)
+    outside = {r: x for r, x in res.items() if r not in (5, 6, 11)}
+    all_say(t, outside, "rank 2 did not arrive within 3 s (ranks 5, 6, 11, below them in the tree, could not report)",
+            what + " (outside its subtree)")
+    below = {r: x for r, x in res.items() if r in (5, 6, 11)}
+    all_say(t, below, "no answer from rank 0", what + " (below it: cut off, they say so)")
+
+    # Rank 0 exits right after set-up: the others learn it from the tree,
+    # not from a timeout (the timeout is long on purpose).
+    res = run(16, ["root-exits"], env={"DIST_BIND_TIMEOUT": "120"})
+    others = {r: x for r, x in res.items() if r != 0}
+    what = tag + "rank 0 exits early"
+    all_status(t, others, "DISTBIND_ERR_PEER", what)
+    all_say(t, others, "rank 0 closed its connection", what)
+
+    # One rank disagrees on the world size: all hear it from rank 0.
+    res = run(6, ["roundtrip"], env=fast, per_rank=lambda r: {"WORLD_SIZE": "7", "LOCAL_WORLD_SIZE": "7"} if r == 4 else None)
+    what = tag + "rank 4 has WORLD_SIZE=7"
+    all_status(t, res, "DISTBIND_ERR_PEER", what)
+    all_say(t, res, "has world size 7 but rank 0 has 6", what)
+
+    # Two processes claim the same rank.
+    res = run(6, ["roundtrip"], env=fast, per_rank=lambda r: {"RANK": "2", "LOCAL_RANK": "2"} if r == 3 else None)
+    what = tag + "two processes say RANK=2"
+    all_status(t, res, "DISTBIND_ERR_PEER", what)
+    all_say(t, res, "rank 2 registered twice", what)
+
+    # A rank of another step hits this step's rank 0.
+    port = free_port()
+    res = run(5, ["roundtrip"], env=fast, port=port,
+              per_rank=lambda r: {"DIST_BIND_STEP_KEY": "other.1"} if r == 3 else None)
+    what = tag + "rank 3 belongs to another step"
+    t.eq(res[3].status, "DISTBIND_ERR_PEER", what + ": the stray rank is turned away")
+    t.ok("belongs to step 'test.%d', but this rank is in step 'other.1'" % port in res[3].msg,
+         what + ": and told why: %s" % res[3].msg)
+    rest = {r: x for r, x in res.items() if r != 3}
+    all_status(t, rest, "DISTBIND_ERR_TIMEOUT", what + " (the step's own rank 3 is missing)")
+    all_say(t, rest, "connection(s) from another step ('other.1') were turned away", what)
+
+    # MASTER_PORT is busy with something that is not a dist-bind rank 0.
+    port = free_port()
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("0.0.0.0", port))
+    squatter.listen(64)
+    try:
+        res = run(4, ["roundtrip"], env=fast, port=port)
+    finally:
+        squatter.close()
+    what = tag + "MASTER_PORT held by another program"
+    t.eq(res[0].status, "DISTBIND_ERR_SYSTEM", what + ": rank 0 cannot listen")
+    t.ok("cannot listen on MASTER_PORT=%d: the port is already in use" % port in res[0].msg, what + ": %s" % res[0].msg)
+    rest = {r: x for r, x in res.items() if r != 0}
+    all_status(t, rest, "DISTBIND_ERR_TIMEOUT", what + ": the others")
+    all_say(t, rest, "another program may be listening on MASTER_PORT", what)
+
+    # Ranks that pass different sizes to one allgather.
+    res = run(5, ["badlen"], env=fast)
+    what = tag + "rank 1 passes 48 bytes, the rest 32"
+    all_status(t, res, "DISTBIND_ERR_PEER", what)
+    all_say(t, res, "rank 1 passed 48 bytes but rank 0 passed 32", what)
+
+
+need_worker()
+t = Test("tcp-faults")
+faults(t, WORKER, "")
+
+# The same under AddressSanitizer/UBSan (a few of them), when built.
+if os.path.exists(SAN_WORKER):
+    res = run_ranks(16, ["roundtrip"], worker=SAN_WORKER)
+    all_status(t, res, "OK", "[asan] 16 ranks")
+    res = run_ranks(8, ["late", "5", "6"], worker=SAN_WORKER, env={"DIST_BIND_TIMEOUT": "3", "DIST_BIND_TCP_FANOUT": "2"})
+    all_status(t, res, "DISTBIND_ERR_TIMEOUT", "[asan] rank 6 late")
+    res = run_ranks(6, ["root-exits"], worker=SAN_WORKER, env={"DIST_BIND_TIMEOUT": "120"})
+    all_status(t, {r: x for r, x in res.items() if r}, "DISTBIND_ERR_PEER", "[asan] rank 0 exits early")
+    res = run_ranks(6, ["roundtrip"], worker=SAN_WORKER, env={"DIST_BIND_TIMEOUT": "3"},
+                    per_rank=lambda r: {"WORLD_SIZE": "9", "LOCAL_WORLD_SIZE": "9"} if r == 2 else None)
+    all_status(t, res, "DISTBIND_ERR_PEER", "[asan] wrong world size")
+    t.ok(not any("ERROR: AddressSanitizer" in x.err or "runtime error:" in x.err for x in res.values()),
+         "[asan] no sanitizer reports")
+else:
+    t.ok(False, SAN_WORKER + " is built by make check")
+t.done()

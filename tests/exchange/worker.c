@@ -1,0 +1,159 @@
+/*
+ * One rank of an exchange test, started many times by the tests and the
+ * benchmarks (tests/exchange/t_*.py, tests/bench/b_*.py, lab tests).
+ *
+ *   xchg_worker roundtrip       init, broadcasts, allgather, barrier; check all
+ *   xchg_worker root-exits      rank 0 leaves right after init; the rest barrier
+ *   xchg_worker late SECS RANKS the ranks in RANKS (a,b,..) sleep SECS before
+ *                               the barrier
+ *   xchg_worker badlen          rank 1 passes another size to allgather
+ *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
+ *
+ * Prints one line on stdout: "OK rank=R world=W bootstrap=B source=S
+ * peak=N", "BENCH ..." (rank 0 of bench), or "ERR <STATUS> <message>"
+ * (exit 1).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "distbind.h"
+
+static distbind_t *db;
+
+static void die(distbind_status st, const char *what) {
+    printf("ERR %s %s\n", distbind_status_name(st), distbind_last_error(db));
+    fflush(stdout);
+    if (what) fprintf(stderr, "%s failed\n", what);
+    exit(1);
+}
+
+static void check(distbind_status st, const char *what) {
+    if (st != DISTBIND_OK) die(st, what);
+}
+
+static void wrong(const char *fmt, int a, int b) {
+    printf("ERR WRONG ");
+    printf(fmt, a, b);
+    printf("\n");
+    exit(2);
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct who {
+    int32_t rank;
+    int32_t pid;
+    char host[56];
+};
+
+static void roundtrip(void) {
+    int rank = distbind_rank(db), world = distbind_world_size(db);
+    unsigned char id[128];
+    for (int i = 0; i < 128; i++) id[i] = rank == 0 ? (unsigned char)(i * 7 + 3) : 0;
+    check(distbind_broadcast(db, id, sizeof id, 0), "broadcast");
+    for (int i = 0; i < 128; i++)
+        if (id[i] != (unsigned char)(i * 7 + 3)) wrong("broadcast byte %d is %d", i, id[i]);
+
+    struct who me = {rank, (int32_t)getpid(), ""};
+    gethostname(me.host, sizeof me.host - 1);
+    struct who *all = calloc((size_t)world, sizeof *all);
+    check(distbind_allgather(db, &me, sizeof me, all), "allgather");
+    for (int r = 0; r < world; r++)
+        if (all[r].rank != r) wrong("allgather slot %d holds rank %d", r, all[r].rank);
+    free(all);
+
+    /* From the last rank: data has to climb to rank 0 first. */
+    int32_t v = rank == world - 1 ? 424242 + world : -1;
+    check(distbind_broadcast(db, &v, sizeof v, world - 1), "broadcast from the last rank");
+    if (v != 424242 + world) wrong("broadcast from rank %d gave %d", world - 1, v);
+
+    /* Bigger than one PMI2 value: travels in chunks there. */
+    enum { kBig = 1500 };
+    unsigned char *big = malloc(kBig), *bigs = malloc((size_t)world * kBig);
+    for (int i = 0; i < kBig; i++) big[i] = (unsigned char)(rank * 31 + i);
+    check(distbind_allgather(db, big, kBig, bigs), "large allgather");
+    for (int r = 0; r < world; r++)
+        for (int i = 0; i < kBig; i++)
+            if (bigs[(size_t)r * kBig + i] != (unsigned char)(r * 31 + i)) wrong("large allgather: rank %d byte %d", r, i);
+    free(big);
+    free(bigs);
+
+    /* Zero bytes is legal. */
+    check(distbind_allgather(db, NULL, 0, NULL), "empty allgather");
+    check(distbind_barrier(db), "barrier");
+}
+
+static void late(double secs, const char *ranks) {
+    int rank = distbind_rank(db);
+    char *copy = strdup(ranks), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (atoi(t) == rank) usleep((useconds_t)(secs * 1e6));
+    free(copy);
+    check(distbind_barrier(db), "barrier");
+}
+
+static void bench(int iters) {
+    int rank = distbind_rank(db);
+    double *t = calloc((size_t)iters, sizeof *t);
+    unsigned char id[128];
+    for (int i = 0; i < iters; i++) {
+        memset(id, rank == 0 ? i : 0, sizeof id);
+        double t0 = now_us();
+        check(distbind_broadcast(db, id, sizeof id, 0), "broadcast");
+        check(distbind_barrier(db), "barrier");
+        t[i] = now_us() - t0;
+        if (id[5] != (unsigned char)i) wrong("iteration %d got id byte %d", i, id[5]);
+    }
+    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    if (rank == 0)
+        printf("BENCH world=%d bootstrap=%s median_us=%.0f min_us=%.0f peak=%ld\n", distbind_world_size(db),
+               distbind_bootstrap(db), t[iters / 2], t[0], distbind_peak_connections(db));
+    free(t);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "roundtrip";
+    double t0 = now_us();
+    distbind_status st = distbind_init(&db);
+    if (st != DISTBIND_OK) die(st, "init");
+    double init_us = now_us() - t0;
+    int rank = distbind_rank(db);
+
+    if (!strcmp(mode, "roundtrip")) {
+        roundtrip();
+    } else if (!strcmp(mode, "root-exits")) {
+        if (rank == 0) _exit(0);
+        check(distbind_barrier(db), "barrier");
+    } else if (!strcmp(mode, "late") && argc > 3) {
+        late(atof(argv[2]), argv[3]);
+    } else if (!strcmp(mode, "badlen")) {
+        char buf[64] = "", *all = calloc((size_t)distbind_world_size(db), 64);
+        check(distbind_allgather(db, buf, rank == 1 ? 48 : 32, all), "allgather");
+        free(all);
+    } else if (!strcmp(mode, "bench") && argc > 2) {
+        bench(atoi(argv[2]));
+        if (rank == 0) printf("INIT world=%d init_us=%.0f\n", distbind_world_size(db), init_us);
+        distbind_destroy(db);
+        return 0;
+    } else {
+        fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|bench ITERS\n");
+        return 2;
+    }
+    printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f\n", rank, distbind_world_size(db),
+           distbind_bootstrap(db), distbind_source(db), distbind_peak_connections(db), init_us);
+    distbind_destroy(db);
+    return 0;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""libdistbind on the lab: the exchange over Slurm's PMIx, Slurm's PMI2 and
+TCP; the place from the plugin, from Slurm and from PMIx; PMIx and PMI2
+timeouts; and the README's example program, built against `make install`
+with pkg-config, under all three."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labkit import Lab, Test  # noqa: E402
+from runtimekit import WORKER, Installed, need  # noqa: E402
+
+need(WORKER)
+t = Test("runtime-lab")
+SEED = "-N2 -n5 --gpus-per-task=1"
+
+
+def results(stdout):
+    out = {}
+    for line in stdout.splitlines():
+        f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
+        if line.startswith("OK ") and "rank" in f:
+            out[int(f["rank"])] = f
+    return out
+
+
+with Lab() as lab, Installed() as inst:
+    for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+        what = "--mpi=%s: " % mpi
+        r = lab.srun("%s --dist-bind --mpi=%s" % (SEED, mpi), [WORKER, "roundtrip"], env={"DIST_BIND_TIMEOUT": "30"})
+        res = results(r.stdout)
+        t.eq(sorted(res), [0, 1, 2, 3, 4], what + "every rank's broadcasts and allgathers were right (%s)" % r.stdout.strip()[-300:])
+        t.eq({x["bootstrap"] for x in res.values()}, {boot}, what + "chosen automatically")
+        t.eq({x["source"] for x in res.values()}, {"dist-bind"}, what + "place from the plugin's variables")
+
+        # The example, as a user builds it.
+        r = lab.srun("%s --dist-bind --mpi=%s" % (SEED, mpi), [inst.example], env={"LD_LIBRARY_PATH": inst.libdir})
+        t.eq(r.returncode, 0, what + "the example exits 0 (%s)" % r.stderr.strip()[-300:])
+        for rank, (local, node) in {0: ("0/3", 0), 2: ("2/3", 0), 4: ("1/2", 1)}.items():
+            line = "rank %d/5 local %s node %d device %s (place from dist-bind, exchange over %s)" % (
+                rank, local, node, local.split("/")[0], boot)
+            t.ok(line in r.stdout, what + "example: " + line)
+        t.ok("rank 3 runs on node2" in r.stdout and "rank 0 runs on node1" in r.stdout, what + "example: hosts gathered")
+        t.ok("no GPU: dist-bind: rank 0:" in r.stdout, what + "example: says there is no GPU")
+
+    # The override wins over the automatic choice.
+    r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "tcp"})
+    t.eq({x["bootstrap"] for x in results(r.stdout).values()}, {"tcp"}, "DIST_BIND_BOOTSTRAP=tcp under --mpi=pmix")
+    r = lab.srun(SEED + " --dist-bind --mpi=none", [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "pmix"})
+    t.ok("DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server" in r.stdout, "forcing pmix without it: clear error")
+
+    # Without the plugin: Slurm's variables; without those: PMIx itself.
+    r = lab.srun(SEED + " --mpi=pmix", [WORKER, "roundtrip"])
+    res = results(r.stdout)
+    t.eq({x["source"] for x in res.values()}, {"slurm"}, "no plugin: place from Slurm's variables")
+    t.eq(len(res), 5, "no plugin: all 5 ranks fine")
+    r = lab.srun(SEED + " --mpi=pmix", ["env", "-u", "SLURM_PROCID", WORKER, "roundtrip"])
+    res = results(r.stdout)
+    t.eq({x["source"] for x in res.values()}, {"pmix"}, "no RANK, no SLURM_PROCID: place from PMIx")
+    t.eq(sorted(res), [0, 1, 2, 3, 4], "PMIx gives every rank its place")
+
+    # A rank that never reaches the barrier, under each PMI.
+    r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "late", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
+    errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
+    t.ok(len(errs) >= 4 and all("DISTBIND_ERR_TIMEOUT" in l for l in errs), "pmix: the others time out (%s)" % errs[:1])
+    t.ok(sum("rank 3 did not arrive within 3 s" in l for l in errs) >= 4, "pmix: and name rank 3")
+    r = lab.srun(SEED + " --dist-bind --mpi=pmi2", [WORKER, "late", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
+    errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
+    t.ok(len(errs) >= 4 and all("not every rank arrived within 3 s" in l and "PMI2 cannot tell which" in l for l in errs),
+         "pmi2: the others time out, and say PMI2 cannot name the missing rank (%s)" % errs[:1])
+    # Disagreeing sizes reach every rank as an error, also through PMI.
+    for mpi in ("pmix", "pmi2"):
+        r = lab.srun(SEED + " --dist-bind --mpi=" + mpi, [WORKER, "badlen"], env={"DIST_BIND_TIMEOUT": "10"})
+        errs = [l for l in r.stdout.splitlines() if l.startswith("ERR DISTBIND_ERR_PEER")]
+        t.ok(len(errs) == 5 and all(" passed 48 bytes" in l or "expected 48" in l for l in errs),
+             "%s: a size mismatch fails every rank (%s)" % (mpi, errs[:1]))
+t.done()

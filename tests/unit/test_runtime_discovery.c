@@ -1,0 +1,298 @@
+/*
+ * libdistbind's discovery and settings, table-driven through the public
+ * API (distbind_create_env): every source, and every malformed or missing
+ * value giving one error that names it.
+ */
+#include "distbind.h"
+#include "testhooks.h"
+#include "unit.h"
+
+#define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
+#define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
+
+struct place_row {
+    const char *env;
+    distbind_status st;
+    int rank, world, local, local_world, node, device;
+    const char *source;
+    const char *err; /* '&'-separated substrings */
+};
+
+static const struct place_row place_rows[] = {
+    /* The plugin's variables. */
+    {PLUGIN, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    {PLUGIN "|DIST_BIND_DEVICE=0", DISTBIND_OK, 4, 5, 1, 2, 1, 0, "dist-bind", NULL},
+    {PLUGIN "|" SLURM "|SLURM_PROCID=9", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    /* torchrun: the same names, GROUP_RANK only, no plugin. */
+    {"RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|GROUP_RANK=0", DISTBIND_OK, 0, 1, 0, 1, 0, 0, "env", NULL},
+    /* Slurm's own. */
+    {SLURM, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "slurm", NULL},
+    {SLURM "|DIST_BIND_DEVICE=3", DISTBIND_OK, 4, 5, 1, 2, 1, 3, "slurm", NULL},
+    {"SLURM_PROCID=5|SLURM_LOCALID=1|SLURM_NODEID=2|SLURM_STEP_NUM_TASKS=7|SLURM_STEP_TASKS_PER_NODE=2(x3),1",
+     DISTBIND_OK, 5, 7, 1, 2, 2, 1, "slurm", NULL},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_NTASKS=2|SLURM_TASKS_PER_NODE=2", DISTBIND_OK, 0, 2, 0, 2,
+     0, 0, "slurm", NULL},
+
+    /* Malformed and missing values. */
+    {"RANK=abc|WORLD_SIZE=5|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "RANK=\"abc\"&expected a whole number"},
+    {"RANK=-1|WORLD_SIZE=5|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "RANK=\"-1\""},
+    {"RANK= 1|WORLD_SIZE=5|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "RANK=\" 1\""},
+    {"RANK=5|WORLD_SIZE=5|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "RANK=5 is not below WORLD_SIZE=5"},
+    {"RANK=0|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "WORLD_SIZE is not set"},
+    {"RANK=0|WORLD_SIZE=0|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "WORLD_SIZE=0"},
+    {"RANK=0|WORLD_SIZE=99999999999|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0,
+     NULL, "WORLD_SIZE=\"99999999999\""},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "LOCAL_RANK is not set"},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=1|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "LOCAL_RANK=1 is not below LOCAL_WORLD_SIZE=1"},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=3|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "LOCAL_WORLD_SIZE=3 is larger than WORLD_SIZE=2"},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "NODE_RANK (or GROUP_RANK) is not set"},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|GROUP_RANK=1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0,
+     0, NULL, "NODE_RANK=0 and GROUP_RANK=1 disagree"},
+    {PLUGIN "|DIST_BIND_DEVICE=gpu0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEVICE=\"gpu0\""},
+    {PLUGIN "|DIST_BIND_DEVICE=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEVICE=\"\""},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,,2",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_STEP_TASKS_PER_NODE=\"3,,2\"&bad count"},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=6|SLURM_STEP_TASKS_PER_NODE=3,2",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "adds up to 5 tasks but SLURM_STEP_NUM_TASKS=6"},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=2|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_NODEID=2&has only 2 nodes"},
+    {"SLURM_PROCID=4|SLURM_LOCALID=2|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_LOCALID=2 is not below"},
+    {"SLURM_PROCID=4|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2", DISTBIND_ERR_ENV, 0, 0, 0,
+     0, 0, 0, NULL, "SLURM_LOCALID is not set"},
+    {"SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "SLURM_STEP_TASKS_PER_NODE is not set"},
+    {"HOME=/root", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "cannot tell this task's rank&RANK&SLURM_PROCID&PMIX_NAMESPACE"},
+
+    /* Settings. */
+    {PLUGIN "|DIST_BIND_TIMEOUT=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TIMEOUT=\"0\"&expected seconds"},
+    {PLUGIN "|DIST_BIND_TIMEOUT=ten", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TIMEOUT=\"ten\""},
+    {PLUGIN "|DIST_BIND_BOOTSTRAP=mpi", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_BOOTSTRAP=\"mpi\"&expected auto, pmix, pmi2 or tcp"},
+    {PLUGIN "|DIST_BIND_TCP_FANOUT=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_TCP_FANOUT=\"0\"&from 1 to 65535"},
+    {PLUGIN "|DIST_BIND_NCCL_RANKS_PER_ROOT=x", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_NCCL_RANKS_PER_ROOT=\"x\""},
+    {PLUGIN "|MASTER_PORT=70000", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "MASTER_PORT=\"70000\"&1 to 65535"},
+    {PLUGIN "|MASTER_PORT=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "MASTER_PORT=\"0\""},
+    {PLUGIN "|MASTER_ADDR=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "MASTER_ADDR=\"\""},
+    {PLUGIN "|DIST_BIND_DEBUG=yes", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEBUG=\"yes\"&0 or 1"},
+    {PLUGIN "|DIST_BIND_STEP_KEY=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_STEP_KEY=\"\""},
+};
+
+START_TEST(place_row) {
+    const struct place_row *r = &place_rows[_i];
+    char **env = make_env(r->env);
+    distbind_t *db = (distbind_t *)1;
+    distbind_status st = distbind_create_env(&db, (const char *const *)env);
+    if (r->err) {
+        ck_assert_msg(st == r->st, "%s: status %s, want %s (%s)", r->env, distbind_status_name(st),
+                      distbind_status_name(r->st), distbind_last_error(NULL));
+        ck_assert_msg(db == NULL, "%s: handle left set on error", r->env);
+        assert_contains_all(r->env, distbind_last_error(NULL), r->err);
+        ck_assert_msg(strncmp(distbind_last_error(NULL), "dist-bind: ", 11) == 0, "%s: prefix: %s", r->env,
+                      distbind_last_error(NULL));
+    } else {
+        ck_assert_msg(st == DISTBIND_OK, "%s: %s", r->env, distbind_last_error(NULL));
+        ck_assert_int_eq(distbind_rank(db), r->rank);
+        ck_assert_int_eq(distbind_world_size(db), r->world);
+        ck_assert_int_eq(distbind_local_rank(db), r->local);
+        ck_assert_int_eq(distbind_local_world_size(db), r->local_world);
+        ck_assert_int_eq(distbind_node_rank(db), r->node);
+        ck_assert_int_eq(distbind_device(db), r->device);
+        ck_assert_str_eq(distbind_source(db), r->source);
+        ck_assert_ptr_null(distbind_bootstrap(db));
+        distbind_destroy(db);
+    }
+    free_env(env);
+}
+END_TEST
+
+/* Calls in the wrong order or with bad arguments fail cleanly. */
+START_TEST(api_misuse) {
+    char **env = make_env(PLUGIN);
+    distbind_t *db = NULL;
+    char buf[8];
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
+    ck_assert_int_eq(distbind_barrier(db), DISTBIND_ERR_STATE);
+    assert_contains_all("barrier first", distbind_last_error(db), "dist-bind: rank 4: &call distbind_connect");
+    ck_assert_int_eq(distbind_set_device(db, NULL), DISTBIND_ERR_STATE);
+    ck_assert_int_eq(distbind_gpu_bus_id(db, buf, sizeof buf), DISTBIND_ERR_STATE);
+    ck_assert_int_eq(distbind_set_bootstrap(db, "mpi"), DISTBIND_ERR_ARG);
+    assert_contains_all("bootstrap", distbind_last_error(db), "\"mpi\"&expected auto, pmix, pmi2 or tcp");
+    ck_assert_int_eq(distbind_set_bootstrap(db, NULL), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_set_timeout(db, 0), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_set_timeout(db, -1), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_set_timeout(db, 2.5), DISTBIND_OK);
+    ck_assert_int_eq(distbind_set_bootstrap(db, "pmix"), DISTBIND_OK);
+    /* No PMIx server in a unit test: a clear error, no crash. */
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_UNAVAILABLE);
+    assert_contains_all("pmix", distbind_last_error(db), "PMIX_NAMESPACE is not set&srun --mpi=pmix");
+    ck_assert_int_eq(distbind_set_bootstrap(db, "pmi2"), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_UNAVAILABLE);
+    assert_contains_all("pmi2", distbind_last_error(db), "PMI_FD is not set&srun --mpi=pmi2");
+    /* TCP, rank 4 of 5, without MASTER_ADDR. */
+    ck_assert_int_eq(distbind_set_bootstrap(db, "tcp"), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
+    assert_contains_all("tcp", distbind_last_error(db), "MASTER_ADDR is not set");
+    distbind_destroy(db);
+    ck_assert_int_eq(distbind_create_env(&db, NULL), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_create_env(NULL, (const char *const *)env), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_rank(NULL), -1);
+    ck_assert_int_eq(distbind_barrier(NULL), DISTBIND_ERR_ARG);
+    distbind_destroy(NULL);
+    free_env(env);
+}
+END_TEST
+
+/* A world of one needs no peer: the exchange is a copy. */
+START_TEST(world_of_one) {
+    char **env = make_env("RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
+                          "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
+    distbind_t *db = NULL;
+    int in = 7, out = 0, bc = 3;
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_OK);
+    ck_assert_str_eq(distbind_bootstrap(db), "tcp");
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_STATE);
+    ck_assert_int_eq(distbind_allgather(db, &in, sizeof in, &out), DISTBIND_OK);
+    ck_assert_int_eq(out, 7);
+    ck_assert_int_eq(distbind_broadcast(db, &bc, sizeof bc, 0), DISTBIND_OK);
+    ck_assert_int_eq(bc, 3);
+    ck_assert_int_eq(distbind_broadcast(db, &bc, sizeof bc, 1), DISTBIND_ERR_ARG);
+    assert_contains_all("root", distbind_last_error(db), "root 1 is not a rank (0..0)");
+    ck_assert_int_eq(distbind_barrier(db), DISTBIND_OK);
+    ck_assert_int_eq(distbind_peak_connections(db), 0);
+    distbind_destroy(db);
+    free_env(env);
+}
+END_TEST
+
+START_TEST(status_names) {
+    for (int s = DISTBIND_OK; s <= DISTBIND_ERR_INTERNAL; s++)
+        ck_assert_msg(strncmp(distbind_status_name((distbind_status)s), "DISTBIND_", 9) == 0, "status %d", s);
+    ck_assert_str_eq(distbind_status_name(DISTBIND_ERR_TIMEOUT), "DISTBIND_ERR_TIMEOUT");
+    ck_assert_str_eq(distbind_status_name((distbind_status)99), "DISTBIND_ERR_UNKNOWN");
+    ck_assert_str_eq(distbind_version(), "1.0.0");
+}
+END_TEST
+
+struct dup_row {
+    int n;
+    const char *hosts[4], *bus[4];
+    int devices[4];
+    const char *err;
+};
+
+static const struct dup_row dup_rows[] = {
+    {3, {"n1", "n1", "n2"}, {"0000:3B:00.0", "0000:5E:00.0", "0000:3B:00.0"}, {0, 1, 0}, NULL},
+    {3, {"n1", "n1", "n2"}, {"0000:3B:00.0", "0000:3B:00.0", "0000:5E:00.0"}, {0, 0, 0},
+     "ranks 0 and 1 would both use GPU 0000:3B:00.0 on n1&device 0 and device 0"},
+    {4, {"a", "b", "a", "b"}, {"x", "y", "z", "y"}, {0, 0, 1, 0}, "ranks 1 and 3&on b"},
+    {2, {"a", "a"}, {"", ""}, {0, 0}, NULL}, /* no bus id known: not compared */
+};
+
+START_TEST(dup_row) {
+    const struct dup_row *r = &dup_rows[_i];
+    char msg[512] = "";
+    int found = db_rt_test_find_duplicate(r->n, r->hosts, r->bus, r->devices, msg, sizeof msg);
+    if (r->err) {
+        ck_assert_msg(found, "row %d: no duplicate found", _i);
+        assert_contains_all("duplicate", msg, r->err);
+    } else {
+        ck_assert_msg(!found, "row %d: unexpected duplicate: %s", _i, msg);
+    }
+}
+END_TEST
+
+struct roots_row {
+    int world, per_root, n;
+    int roots[8];
+};
+
+static const struct roots_row roots_rows[] = {
+    {1, 128, 1, {0}},
+    {128, 128, 1, {0}},
+    {129, 128, 2, {0, 65}},
+    {256, 128, 2, {0, 128}},
+    {1000, 128, 8, {0, 125, 250, 375, 500, 625, 750, 875}},
+    {10, 3, 4, {0, 3, 6, 8}},
+};
+
+START_TEST(roots_row) {
+    const struct roots_row *r = &roots_rows[_i];
+    int got[64];
+    int n = db_rt_test_nccl_roots(r->world, r->per_root, got, 64);
+    ck_assert_int_eq(n, r->n);
+    for (int i = 0; i < n; i++) ck_assert_msg(got[i] == r->roots[i], "world %d: root %d is %d, want %d", r->world, i, got[i], r->roots[i]);
+}
+END_TEST
+
+START_TEST(rank_lists) {
+    char out[256];
+    int a[] = {1, 2, 3, 5, 7, 8};
+    db_rt_test_rank_list(a, 6, out, sizeof out);
+    ck_assert_str_eq(out, "1-3, 5, 7, 8");
+    int b[40];
+    for (int i = 0; i < 40; i++) b[i] = 2 * i;
+    db_rt_test_rank_list(b, 40, out, sizeof out);
+    assert_contains_all("long", out, "0, 2, 4&(40 ranks in all)");
+}
+END_TEST
+
+START_TEST(pmi2_encoding) {
+    unsigned char buf[1300];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 37 + 11);
+    for (size_t n = 0; n <= 7; n++) ck_assert_msg(db_rt_test_b64_roundtrip(buf, n), "%zu bytes", n);
+    ck_assert(db_rt_test_b64_roundtrip(buf, sizeof buf));
+}
+END_TEST
+
+struct sec_row {
+    const char *s;
+    double want; /* -1: error */
+};
+static const struct sec_row sec_rows[] = {
+    {"30", 30}, {"2.5", 2.5}, {"0.001", 0.001}, {"604800", 604800}, {"0", -1}, {"0.0", -1}, {"-1", -1},
+    {"1e3", -1}, {"1.", -1}, {".5", -1}, {"1.2345", -1}, {"604801", -1}, {"", -1}, {" 5", -1},
+};
+
+START_TEST(sec_row) {
+    const struct sec_row *r = &sec_rows[_i];
+    char err[256] = "";
+    double got = db_rt_test_seconds(r->s, err, sizeof err);
+    if (r->want < 0) {
+        ck_assert_msg(got < 0, "\"%s\": accepted as %g", r->s, got);
+        assert_contains_all(r->s, err, "DIST_BIND_TIMEOUT=&expected seconds");
+    } else {
+        ck_assert_msg(got == r->want, "\"%s\": %g, want %g (%s)", r->s, got, r->want, err);
+    }
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("rows");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, place_row, 0, (int)(sizeof place_rows / sizeof place_rows[0]));
+    tcase_add_loop_test(tc, dup_row, 0, (int)(sizeof dup_rows / sizeof dup_rows[0]));
+    tcase_add_loop_test(tc, roots_row, 0, (int)(sizeof roots_rows / sizeof roots_rows[0]));
+    tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
+    tcase_add_test(tc, api_misuse);
+    tcase_add_test(tc, world_of_one);
+    tcase_add_test(tc, status_names);
+    tcase_add_test(tc, rank_lists);
+    tcase_add_test(tc, pmi2_encoding);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

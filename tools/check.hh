@@ -1,0 +1,75 @@
+// dist-bind-check's parts (tools/*.cc): what each rank reports, how rank 0
+// judges the step, and the NCCL all-reduce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "distbind.h"
+#include "text.hh"
+
+namespace dbcheck {
+
+enum Exit { kOk = 0, kProblems = 1, kUsage = 2, kCannotStart = 3 };
+
+struct Options {
+    size_t bytes = 64u << 20;
+    int iters = 20;
+};
+
+// What one rank tells rank 0.  Fixed size: it travels in an allgather.
+struct Row {
+    int32_t rank, world, local_rank, local_world, node_rank, device;
+    int32_t slurm_procid, slurm_localid;  // -1 when unset
+    int32_t gpu_status, gpu_count, gpu_numa;
+    char host[64];
+    char source[16];
+    char visible[160];  // CUDA_VISIBLE_DEVICES, "\1" when unset
+    char own[64];       // DIST_BIND_GPUS, "\1" when unset
+    char master[128];   // MASTER_ADDR:MASTER_PORT
+    char bus[32];
+    char cpu_numa[32];
+    char gpu_msg[400];
+};
+
+inline void put(char *dst, size_t n, const char *v) { db::copy_out(v ? v : "\1", dst, n); }
+inline bool unset(const char *s) { return s[0] == '\1'; }
+
+struct Verdict {
+    std::vector<std::string> problems;
+    std::map<int, std::string> flags;  // rank -> flag column
+    std::vector<std::string> notes;
+    bool gpus = false;  // every rank has a usable GPU
+    void flag(int rank, const std::string &f) {
+        std::string &s = flags[rank];
+        if (s.find(f) == std::string::npos) s += (s.empty() ? "" : ",") + f;
+    }
+    void problem(int rank, const std::string &flag_, const std::string &msg) {
+        flag(rank, flag_);
+        problems.push_back(msg);
+    }
+};
+
+// This rank's row (check_row.cc).
+Row my_row(distbind_t *db);
+// The GPU a rank's device ordinal names, as Slurm names it: entry `device`
+// of its CUDA_VISIBLE_DEVICES ("" when that list is unset or too short).
+std::string slurm_gpu(const Row &r);
+// Rank 0's verdict on the step (check_judge.cc).
+Verdict judge(const std::vector<Row> &rows);
+
+// How the all-reduce went on one rank.  Fixed size: it is allgathered.
+struct NcclResult {
+    int32_t ok;
+    double seconds;  // per timed round
+    char msg[300];   // why not ok
+};
+// Whether this build has the CUDA/NCCL parts (check_nccl.cc).
+bool nccl_built();
+// The NCCL all-reduce on this rank, its result checked (collective).
+NcclResult allreduce(distbind_t *db, const Options &o);
+
+}  // namespace dbcheck

@@ -1,0 +1,210 @@
+// dist-bind-check: run as every task of a step (`srun --dist-bind
+// dist-bind-check`).  Each rank reports where it is and what GPU it would
+// use; rank 0 prints one table for the step, flags what is wrong, and, when
+// every rank has a GPU, runs an NCCL all-reduce and checks its result.
+// Every rank exits with rank 0's verdict: 0 only when all it checked is
+// right.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check.hh"
+
+extern "C" int db_check_plan_main(int argc, char **argv) __attribute__((weak));
+
+namespace {
+
+using namespace dbcheck;
+
+const char kUsageText[] =
+    "usage: srun [options] --dist-bind dist-bind-check [--bytes N] [--iters N]\n"
+    "       dist-bind-check --plan ...   (dry run of a layout, without a job)\n"
+    "Checks the step: every rank's place, its device and GPU, the exchange\n"
+    "between ranks and, on GPU nodes, an NCCL all-reduce (--bytes per rank,\n"
+    "default 67108864; --iters timed rounds, default 20).  Exit 0 only when\n"
+    "everything checked is right.\n";
+
+std::string cell(const char *s) { return unset(s) || !*s ? "-" : s; }
+
+void print_table(const std::vector<Row> &rows, const Verdict &v, const char *bootstrap) {
+    std::set<std::string> hosts;
+    for (const Row &r : rows) hosts.insert(r.host);
+    std::printf("dist-bind-check: %zu rank%s on %zu node%s, place from %s, exchange over %s\n", rows.size(),
+                rows.size() > 1 ? "s" : "", hosts.size(), hosts.size() > 1 ? "s" : "", rows[0].source, bootstrap);
+    std::vector<std::vector<std::string>> t;
+    t.push_back({"rank", "host", "node", "local", "device", "gpu", "bus id", "gpu numa", "cpu numa", "flags"});
+    for (const Row &r : rows) {
+        std::string g = slurm_gpu(r);
+        auto it = v.flags.find(r.rank);
+        t.push_back({std::to_string(r.rank), r.host, std::to_string(r.node_rank),
+                     std::to_string(r.local_rank) + "/" + std::to_string(r.local_world), std::to_string(r.device),
+                     g.empty() ? "-" : g, cell(r.bus), r.gpu_numa >= 0 ? std::to_string(r.gpu_numa) : "-",
+                     cell(r.cpu_numa), it == v.flags.end() ? "ok" : it->second});
+    }
+    std::vector<size_t> w(t[0].size(), 0);
+    for (const auto &row : t)
+        for (size_t i = 0; i < row.size(); i++) w[i] = std::max(w[i], row[i].size());
+    for (const auto &row : t) {
+        std::string line;
+        for (size_t i = 0; i < row.size(); i++) {
+            line += row[i];
+            if (i + 1 < row.size()) line += std::string(w[i] - row[i].size() + 2, ' ');
+        }
+        std::printf("%s\n", line.c_str());
+    }
+}
+
+// The exchange itself: a broadcast from the last rank and a barrier, on
+// top of the allgather that brought the table.
+bool check_exchange(distbind_t *db, std::string &why) {
+    int last = distbind_world_size(db) - 1;
+    uint64_t token = distbind_rank(db) == last ? 0x5eed0000u + static_cast<uint64_t>(last) : 0;
+    if (distbind_broadcast(db, &token, sizeof token, last) != DISTBIND_OK || distbind_barrier(db) != DISTBIND_OK) {
+        why = distbind_last_error(db);
+        return false;
+    }
+    if (token != 0x5eed0000u + static_cast<uint64_t>(last)) {
+        why = "the broadcast from rank " + std::to_string(last) + " delivered wrong data";
+        return false;
+    }
+    return true;
+}
+
+bool parse_options(int argc, char **argv, Options &o) {
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        uint64_t v;
+        if (a == "--help" || a == "-h") {
+            std::fputs(kUsageText, stdout);
+            std::exit(kOk);
+        }
+        if ((a == "--bytes" || a == "--iters") && i + 1 < argc) {
+            const char *val = argv[++i];
+            if (a == "--bytes" && db::parse_uint(val, 1ull << 34, v) && v >= sizeof(float)) {
+                o.bytes = v;
+                continue;
+            }
+            if (a == "--iters" && db::parse_uint(val, 100000, v) && v >= 1) {
+                o.iters = static_cast<int>(v);
+                continue;
+            }
+            std::fprintf(stderr, "dist-bind-check: %s \"%s\": expected %s\n", a.c_str(), val,
+                         a == "--bytes" ? "a byte count from 4 to 17179869184" : "a count from 1 to 100000");
+            return false;
+        }
+        std::fprintf(stderr, "dist-bind-check: unknown argument \"%s\"\n%s", a.c_str(), kUsageText);
+        return false;
+    }
+    return true;
+}
+
+// Every rank runs the all-reduce; rank 0 hears how it went everywhere.
+// False when the exchange itself failed.
+bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line) {
+    if (!nccl_built()) {
+        v.notes.push_back("NCCL all-reduce skipped: this dist-bind-check was built without CUDA/NCCL");
+        return true;
+    }
+    int world = distbind_world_size(db);
+    NcclResult res = allreduce(db, o);
+    std::vector<NcclResult> all(static_cast<size_t>(world));
+    if (distbind_allgather(db, &res, sizeof res, all.data()) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(db));
+        return false;
+    }
+    double worst = 0;
+    bool ok = true;
+    for (int r = 0; r < world; r++) {
+        const NcclResult &x = all[static_cast<size_t>(r)];
+        if (!x.ok) {
+            ok = false;
+            v.problems.push_back("NCCL all-reduce failed on rank " + std::to_string(r) + ": " + x.msg);
+        }
+        worst = std::max(worst, x.seconds);
+    }
+    if (!ok) return true;
+    // Bus bandwidth as nccl-tests reports it for all-reduce.
+    double algbw = static_cast<double>(o.bytes) / worst / 1e9;
+    double busbw = algbw * 2.0 * (world - 1) / world;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "NCCL all-reduce: %zu bytes x %d on %d rank%s, result correct on every rank; "
+                  "%.3f ms each, algorithm bandwidth %.2f GB/s, bus bandwidth %.2f GB/s",
+                  o.bytes, o.iters, world, world > 1 ? "s" : "", worst * 1e3, algbw, busbw);
+    line = buf;
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--plan") == 0) {
+        if (!db_check_plan_main) {
+            std::fprintf(stderr, "dist-bind-check: built without topology support\n");
+            return kUsage;
+        }
+        // It takes the arguments from "--plan" on.
+        return db_check_plan_main(argc - 1, argv + 1);
+    }
+    Options o;
+    if (!parse_options(argc, argv, o)) return kUsage;
+
+    distbind_t *db = nullptr;
+    if (distbind_init(&db) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(nullptr));
+        return kCannotStart;
+    }
+    int rank = distbind_rank(db), world = distbind_world_size(db);
+    Row mine = my_row(db);
+    std::vector<Row> rows(static_cast<size_t>(world));
+    if (distbind_allgather(db, &mine, sizeof mine, rows.data()) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(db));
+        distbind_destroy(db);
+        return kProblems;
+    }
+    std::string xwhy;
+    bool xok = check_exchange(db, xwhy);
+    if (!xok) {
+        std::fprintf(stderr, "dist-bind-check: rank %d: exchange failed: %s\n", rank, xwhy.c_str());
+        distbind_destroy(db);
+        return kProblems;
+    }
+
+    Verdict v = judge(rows);
+    // Rank 0 decides whether the GPU part runs, so every rank does the same.
+    int32_t run_nccl = rank == 0 && v.gpus && v.problems.empty() ? 1 : 0;
+    if (distbind_broadcast(db, &run_nccl, sizeof run_nccl, 0) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(db));
+        distbind_destroy(db);
+        return kProblems;
+    }
+    std::string nccl_line;
+    if (run_nccl && !gpu_part(db, o, v, nccl_line)) {
+        distbind_destroy(db);
+        return kProblems;
+    }
+
+    int32_t verdict = v.problems.empty() ? kOk : kProblems;
+    if (rank == 0) {
+        print_table(rows, v, distbind_bootstrap(db));
+        std::printf("exchange: ok (allgather, broadcast from rank %d, barrier over %s)\n", world - 1,
+                    distbind_bootstrap(db));
+        if (!nccl_line.empty()) std::printf("%s\n", nccl_line.c_str());
+        for (const std::string &n : v.notes) std::printf("%s\n", n.c_str());
+        for (const std::string &p : v.problems) std::printf("PROBLEM: %s\n", p.c_str());
+        std::printf("dist-bind-check: %s\n", verdict == kOk ? "all checks passed"
+                                                            : (std::to_string(v.problems.size()) + " problem" +
+                                                               (v.problems.size() > 1 ? "s" : "") + " found").c_str());
+        std::fflush(stdout);
+    }
+    if (distbind_broadcast(db, &verdict, sizeof verdict, 0) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(db));
+        verdict = kProblems;
+    }
+    distbind_destroy(db);
+    return verdict;
+}
