@@ -4,30 +4,12 @@
 #include <utility>
 
 #include "db_core.h"
+#include "guard.hh"
 #include "options.hh"
 #include "plan.hh"
 #include "text.hh"
 
-namespace {
-
-template <typename F>
-int guarded(char *err, size_t errlen, F &&f) noexcept {
-    try {
-        f();
-        return 0;
-    } catch (const db::Error &e) {
-        db::copy_out(e.what(), err, errlen);
-    } catch (const std::bad_alloc &) {
-        db::copy_out("out of memory", err, errlen);
-    } catch (const std::exception &e) {
-        db::copy_out(std::string("internal error: ") + e.what(), err, errlen);
-    } catch (...) {
-        db::copy_out("internal error", err, errlen);
-    }
-    return -1;
-}
-
-}  // namespace
+using db::guarded;
 
 extern "C" {
 

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "db_topo.h"
+#include "guard.hh"
 #include "topo.hh"
 
 namespace db::topo {
@@ -87,19 +88,11 @@ std::string dry_run(const db_topo_dry_run &a) {
 
 extern "C" int db_topo_dry_run_text(const db_topo_dry_run *a, char **out, char *err, size_t errlen) {
     if (out) *out = nullptr;
-    try {
+    return db::guarded(err, errlen, [&] {
         if (!a || !out) throw db::Error("no arguments");
         const std::string text = db::topo::dry_run(*a);
         char *s = strdup(text.c_str());
         if (!s) throw std::bad_alloc();
         *out = s;
-        return 0;
-    } catch (const db::Error &e) {
-        db::copy_out(e.what(), err, errlen);
-    } catch (const std::bad_alloc &) {
-        db::copy_out("out of memory", err, errlen);
-    } catch (const std::exception &e) {
-        db::copy_out(std::string("internal error: ") + e.what(), err, errlen);
-    }
-    return -1;
+    });
 }

@@ -1,0 +1,29 @@
+// The one way C entry points of the C++ code stop exceptions: run `f`,
+// return 0, or -1 with the message copied into the caller's buffer.
+#pragma once
+
+#include <new>
+#include <string>
+
+#include "text.hh"
+
+namespace db {
+
+template <typename F>
+int guarded(char *err, size_t errlen, F &&f) noexcept {
+    try {
+        f();
+        return 0;
+    } catch (const Error &e) {
+        copy_out(e.what(), err, errlen);
+    } catch (const std::bad_alloc &) {
+        copy_out("out of memory", err, errlen);
+    } catch (const std::exception &e) {
+        copy_out(std::string("internal error: ") + e.what(), err, errlen);
+    } catch (...) {
+        copy_out("internal error", err, errlen);
+    }
+    return -1;
+}
+
+}  // namespace db
