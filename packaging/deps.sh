@@ -9,6 +9,7 @@ pkgs=(
   hwloc libhwloc-dev                   # topology (closest)
   python3-torch                        # the real client
   iproute2 util-linux                  # ss, unshare
+  dpkg-dev debhelper lintian rpm man-db   # make deb / make rpm, their tests
 )
 missing=()
 for p in "${pkgs[@]}"; do
