@@ -178,6 +178,22 @@ class Lab:
         return rows
 
 
+def check_sanitizer_reports(t, logs):
+    """After a Lab(sanitize_dir=logs) is down: the sanitizers ran in
+    slurmd/slurmstepd and reported nothing but Slurm's suppressed leaks."""
+    import glob
+    reports = sorted(glob.glob(os.path.join(logs, "asan.*")) + glob.glob(os.path.join(logs, "ubsan.*")))
+    t.ok(len(reports) > 0, "the sanitizers ran in slurmd/slurmstepd (%d report files)" % len(reports))
+    for path in reports:
+        text = open(path).read()
+        bad = [l for l in text.splitlines() if "ERROR:" in l or "runtime error" in l or "Direct leak" in l
+               or "Indirect leak" in l or "CHECK failed" in l]
+        t.ok(not bad, "%s: no sanitizer error %s" % (os.path.basename(path), bad[:3]))
+        if bad:
+            print(text[:4000])
+    shutil.rmtree(logs, ignore_errors=True)
+
+
 def parse_probe(text):
     rows = {}
     for line in text.splitlines():

@@ -2,9 +2,9 @@
 """The plugin inside real slurmd/slurmstepd under AddressSanitizer, LeakSanitizer
 and UBSan: good jobs and every kind of bad input, then no report may name
 anything but Slurm's own (suppressed) leaks."""
-import glob, os, sys, tempfile
+import os, sys, tempfile
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, SAN_PLUGIN, skip
+from labkit import Lab, Test, SAN_PLUGIN, check_sanitizer_reports, skip
 
 if not os.path.exists(SAN_PLUGIN):
     skip(SAN_PLUGIN + " not built (make check builds it)")
@@ -33,13 +33,5 @@ with Lab(sanitize_dir=logs) as lab:
     r = lab.srun(job, ["true"])
     t.eq(r.returncode, 0, "admin default")
 # The lab is down: slurmd and every slurmstepd have exited and written their reports.
-reports = sorted(glob.glob(os.path.join(logs, "asan.*")) + glob.glob(os.path.join(logs, "ubsan.*")))
-t.ok(len(reports) > 0, "the sanitizers ran in slurmd/slurmstepd (%d report files)" % len(reports))
-for path in reports:
-    text = open(path).read()
-    bad = [l for l in text.splitlines() if "ERROR:" in l or "runtime error" in l or "Direct leak" in l
-           or "Indirect leak" in l or "CHECK failed" in l]
-    t.ok(not bad, "%s: no sanitizer error %s" % (os.path.basename(path), bad[:3]))
-    if bad:
-        print(text[:4000])
+check_sanitizer_reports(t, logs)
 t.done()

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db_topo.h"
+#include "fake_nvidia.h"
 #include "unit.h"
 
 struct row {
@@ -172,29 +173,6 @@ static const struct row rows[] = {
      "step core 16 is outside the machine (16 cores)"},
 };
 
-/* A directory laid out like /proc/driver/nvidia/gpus from "BUS=MINOR,...". */
-static char *fake_nvidia(const char *spec) {
-    char tmpl[] = "/tmp/dist-bind-nvidia.XXXXXX", *dir = mkdtemp(tmpl), *copy, *tok, *save = NULL;
-    ck_assert_msg(dir != NULL, "mkdtemp");
-    dir = strdup(dir);
-    copy = strdup(spec);
-    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char path[512];
-        FILE *f;
-        char *eq = strchr(tok, '=');
-        *eq = '\0';
-        snprintf(path, sizeof path, "%s/%s", dir, tok);
-        ck_assert(mkdir(path, 0755) == 0);
-        snprintf(path, sizeof path, "%s/%s/information", dir, tok);
-        f = fopen(path, "w");
-        ck_assert(f != NULL);
-        fprintf(f, "Model: \t\t Tesla V100-SXM3-32GB\nGPU UUID: \t GPU-%s\nBus Location: \t %s\nDevice Minor: \t %s\n",
-                eq + 1, tok, eq + 1);
-        fclose(f);
-    }
-    free(copy);
-    return dir;
-}
 
 static void remove_tree(const char *dir) {
     char cmd[600];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "db_topo.h"
+#include "fake_nvidia.h"
 #include "unit.h"
 
 /* --- task layout on synthetic topologies -------------------------------------------------- */
@@ -231,28 +232,6 @@ static const struct node_row node_rows[] = {
     {"directory as cache", "@dir", "", "0", 1, "0", 1, NULL, NULL, "hwloc_topo_whole.xml: not a regular file"},
 };
 
-static char *fake_nvidia(const char *spec) {
-    char tmpl[] = "/tmp/dist-bind-nvidia.XXXXXX", *dir = mkdtemp(tmpl), *copy, *tok, *save = NULL;
-    ck_assert(dir != NULL);
-    dir = strdup(dir);
-    copy = strdup(spec);
-    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char path[512];
-        FILE *f;
-        char *eq = strchr(tok, '=');
-        *eq = '\0';
-        snprintf(path, sizeof path, "%s/%s", dir, tok);
-        ck_assert(mkdir(path, 0755) == 0);
-        snprintf(path, sizeof path, "%s/%s/information", dir, tok);
-        f = fopen(path, "w");
-        ck_assert(f != NULL);
-        fprintf(f, "Model: \t\t Tesla V100\nIRQ:   \t\t 42\nGPU UUID: \t GPU-%s\nBus Location: \t %s\nDevice Minor: \t %s\n",
-                eq + 1, tok, eq + 1);
-        fclose(f);
-    }
-    free(copy);
-    return dir;
-}
 
 static void sh(const char *fmt, const char *a, const char *b) {
     char cmd[1500];
