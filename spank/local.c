@@ -30,13 +30,14 @@ static void *api(const char *name) {
     return f;
 }
 
-/* Index of the node that runs task 0, or -1. */
-static int rank0_node(uint32_t job, uint32_t step, char *nodelist, size_t len) {
+/* The name of the node that runs task 0, from the step's layout. */
+static int rank0_node(uint32_t job, uint32_t step, char *name, size_t len) {
     layout_get_f get = (layout_get_f)api("slurm_job_step_layout_get");
     layout_destroy_f destroy = (layout_destroy_f)api("slurm_step_layout_destroy");
+    char err[DB_ERRLEN];
     slurm_step_id_t id;
     slurm_step_layout_t *l;
-    int node = -1;
+    int node = -1, rc = -1;
     uint32_t n, t;
 
     if (!get || !destroy) return -1;
@@ -52,13 +53,14 @@ static int rank0_node(uint32_t job, uint32_t step, char *nodelist, size_t len) {
     for (n = 0; n < l->node_cnt && node < 0; n++)
         for (t = 0; l->tids && l->tids[n] && t < l->tasks[n]; t++)
             if (l->tids[n][t] == 0) node = (int)n;
-    if (l->node_list && strlen(l->node_list) < len)
-        strcpy(nodelist, l->node_list);
+    if (node < 0 || !l->node_list)
+        slurm_error(DB_PREFIX "task 0 not found in the layout of step %u.%u", job, step);
+    else if (db_hostlist_nth(l->node_list, (size_t)node, name, len, err, sizeof err) != 0)
+        slurm_error(DB_PREFIX "%s", err);
     else
-        node = -1;
+        rc = 0;
     destroy(l);
-    if (node < 0) slurm_error(DB_PREFIX "task 0 not found in the layout of step %u.%u", job, step);
-    return node;
+    return rc;
 }
 
 static int node_addr(const char *name, char *out, size_t len) {
@@ -81,10 +83,9 @@ static int node_addr(const char *name, char *out, size_t len) {
 }
 
 int db_local_user_init(spank_t sp) {
-    char err[DB_ERRLEN], nodes[4096], name[256], addr[256], value[512];
+    char err[DB_ERRLEN], name[256], addr[256], value[512];
     uint32_t job = 0, step = 0;
     db_request eff;
-    int node;
 
     if (!db_glue.cfg_ok) return -1;
     eff = db_glue_effective();
@@ -96,11 +97,7 @@ int db_local_user_init(spank_t sp) {
     }
     /* The step's layout names rank 0's node also for arbitrary
      * distributions, and for steps on part of the allocation. */
-    if ((node = rank0_node(job, step, nodes, sizeof nodes)) < 0) return -1;
-    if (db_hostlist_nth(nodes, (size_t)node, name, sizeof name, err, sizeof err) != 0) {
-        slurm_error(DB_PREFIX "%s", err);
-        return -1;
-    }
+    if (rank0_node(job, step, name, sizeof name) != 0) return -1;
     addr[0] = '\0';
     if (db_glue.cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(name, addr, sizeof addr) != 0) return -1;
     if (db_format_master_addr(&db_glue.cfg, name, addr, value, sizeof value, err, sizeof err) != 0) {

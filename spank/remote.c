@@ -31,6 +31,10 @@ int db_remote_user_init(spank_t sp) {
     db_node_input in = {0};
 
     db_remote_exit(); /* a fresh plan per step */
+    /* The batch script, extern and interactive steps are never touched,
+     * whatever else is wrong. */
+    if (get_u32(sp, S_JOB_STEPID, "S_JOB_STEPID", &in.step_id)) return 0;
+    if (in.step_id > DB_MAX_NORMAL_STEP_ID) return 0;
     if (!db_glue.opt_given && !db_glue.cfg_ok) return 0; /* nothing asked; error already logged */
     if (!db_glue.cfg_ok) {
         slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
@@ -41,14 +45,14 @@ int db_remote_user_init(spank_t sp) {
         goto fail;
     }
     eff = db_glue_effective();
-    if (eff.mode == DB_MODE_OFF) return 0;
 
-    if (get_u32(sp, S_JOB_ID, "S_JOB_ID", &in.job_id) || get_u32(sp, S_JOB_STEPID, "S_JOB_STEPID", &in.step_id) ||
-        get_u32(sp, S_JOB_NNODES, "S_JOB_NNODES", &in.nnodes) ||
+    if (get_u32(sp, S_JOB_ID, "S_JOB_ID", &in.job_id) || get_u32(sp, S_JOB_NNODES, "S_JOB_NNODES", &in.nnodes) ||
         get_u32(sp, S_JOB_NODEID, "S_JOB_NODEID", &in.node_id) ||
         get_u32(sp, S_JOB_TOTAL_TASK_COUNT, "S_JOB_TOTAL_TASK_COUNT", &in.ntasks) ||
-        get_u32(sp, S_JOB_LOCAL_TASK_COUNT, "S_JOB_LOCAL_TASK_COUNT", &in.local_ntasks))
+        get_u32(sp, S_JOB_LOCAL_TASK_COUNT, "S_JOB_LOCAL_TASK_COUNT", &in.local_ntasks)) {
+        if (eff.mode == DB_MODE_OFF) return 0; /* nothing asked: never fail the step */
         goto fail;
+    }
     in.env = job_env(sp);
     if (db_node_plan_new(&db_glue.cfg, &eff, &in, &db_glue.node, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);
@@ -81,24 +85,27 @@ int db_remote_task_init(spank_t sp) {
     db_task_input in = {0};
     db_task_plan *tp = NULL;
     size_t i, n;
-    int rc = -1;
+    int rc = -1, active;
 
     if (db_glue.node_failed) return fail_task();
-    if (!db_node_plan_active(db_glue.node)) return 0;
+    if (!db_glue.node) return 0;
+    /* With mode off the plan only drops what an enclosing step's dist-bind
+     * set; nothing there may fail a task nobody asked dist-bind for. */
+    active = db_node_plan_active(db_glue.node);
 
-    if (get_u32(sp, S_TASK_GLOBAL_ID, "S_TASK_GLOBAL_ID", &in.global_rank)) return fail_task();
+    if (get_u32(sp, S_TASK_GLOBAL_ID, "S_TASK_GLOBAL_ID", &in.global_rank)) goto out;
     {
         int local = -1;
         if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local < 0) {
             slurm_error(DB_PREFIX "cannot read S_TASK_ID from Slurm");
-            return fail_task();
+            goto out;
         }
         in.local_rank = (uint32_t)local;
     }
     in.env = job_env(sp);
     if (db_task_plan_new(db_glue.node, &in, &tp, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);
-        return fail_task();
+        goto out;
     }
     n = db_task_plan_count(tp);
     for (i = 0; i < n; i++) {
@@ -114,7 +121,7 @@ int db_remote_task_init(spank_t sp) {
     rc = 0;
 out:
     db_task_plan_free(tp);
-    return rc == 0 ? 0 : fail_task();
+    return rc == 0 || !active ? 0 : fail_task();
 }
 
 void db_remote_exit(void) {

@@ -21,6 +21,10 @@ extern "C" {
 
 #define DB_ERRLEN 512
 
+/* Slurm's special steps (batch script, extern, interactive, pending) have
+ * ids above this one. */
+#define DB_MAX_NORMAL_STEP_ID 0xfffffff0u
+
 enum db_mode {
     DB_MODE_UNSET = 0, /* not given: the admin's default applies */
     DB_MODE_OFF,
@@ -59,6 +63,12 @@ typedef struct db_config {
  * work it out themselves (arbitrary distribution, master_addr=addr).  It is
  * removed from every task's environment. */
 #define DB_RANK0_HINT "DIST_BIND_RANK0_ADDR"
+
+/* Set in every task with the values dist-bind chose, so that an srun run
+ * inside a task (e.g. in `srun --pty bash`) can tell what it inherited from
+ * dist-bind from what the user exported: "JOB.STEP" and "ADDR:PORT". */
+#define DB_STEP_MARK "DIST_BIND_STEP"
+#define DB_MASTER_MARK "DIST_BIND_MASTER"
 
 const char *db_mode_name(int mode);
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <new>
-#include <string>
 
 #include "text.hh"
 
@@ -19,7 +18,10 @@ int guarded(char *err, size_t errlen, F &&f) noexcept {
     } catch (const std::bad_alloc &) {
         copy_out("out of memory", err, errlen);
     } catch (const std::exception &e) {
-        copy_out(std::string("internal error: ") + e.what(), err, errlen);
+        // No allocation here: this may be the aftermath of running out.
+        static const char kPrefix[] = "internal error: ";
+        copy_out(kPrefix, err, errlen);
+        if (errlen > sizeof kPrefix) copy_out(e.what(), err + sizeof kPrefix - 1, errlen - (sizeof kPrefix - 1));
     } catch (...) {
         copy_out("internal error", err, errlen);
     }

@@ -9,13 +9,17 @@ namespace db {
 
 namespace {
 
-// Slurm's special step ids (batch script, extern, interactive, pending) are
-// all above this one.
-constexpr uint32_t kMaxNormalStepId = 0xfffffff0u;
 
 // The GPU lists Slurm sets for a task; the first one present is primary.
 constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                     "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"};
+
+// What dist-bind sets in a task; with DB_STEP_MARK naming another step,
+// these came from an enclosing step and are dropped where not set anew.
+constexpr const char *kOwnVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
+                                    "GROUP_RANK", "GROUP_WORLD_SIZE", "DIST_BIND_MODE", "DIST_BIND_DEVICE",
+                                    "DIST_BIND_GPUS", "DIST_BIND_NUMA", "DIST_BIND_NICS", DB_STEP_MARK,
+                                    DB_MASTER_MARK};
 
 std::string step_name(uint32_t job, uint32_t step) {
     return std::to_string(job) + "." + std::to_string(step);
@@ -50,10 +54,29 @@ void check_counts(const db_node_input &in) {
     }
 }
 
+// MASTER_ADDR/MASTER_PORT as dist-bind set them for an enclosing step
+// ("ADDR:PORT" in DB_MASTER_MARK), or empty.
+std::pair<std::string, std::string> inherited_master(const char *const *env) {
+    const char *mark = env_get(env, DB_MASTER_MARK);
+    if (!mark) return {};
+    std::string m(mark);
+    size_t colon = m.rfind(':');
+    if (colon == std::string::npos) return {};
+    return {m.substr(0, colon), m.substr(colon + 1)};
+}
+
+// The user's own value: set, and not what dist-bind set for an enclosing step.
+const char *users(const char *const *env, const char *name, const std::string &inherited) {
+    const char *v = env_get(env, name);
+    if (!v || !*v || (!inherited.empty() && inherited == v)) return nullptr;
+    return v;
+}
+
 void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
-    const char *user_addr = env_get(in.env, "MASTER_ADDR");
+    const auto inherited = inherited_master(in.env);
+    const char *user_addr = users(in.env, "MASTER_ADDR", inherited.first);
     const char *hint = env_get(in.env, DB_RANK0_HINT);
-    if (user_addr && *user_addr) {
+    if (user_addr) {
         np.master_addr = user_addr;
         np.master_addr_from = "set by user";
     } else if (hint && *hint) {
@@ -77,9 +100,9 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
         np.master_addr_from = "first node of the step";
     }
 
-    const char *user_port = env_get(in.env, "MASTER_PORT");
+    const char *user_port = users(in.env, "MASTER_PORT", inherited.second);
     const char *resv = env_get(in.env, "SLURM_STEP_RESV_PORTS");
-    if (user_port && *user_port) {
+    if (user_port) {
         uint64_t p;
         if (!parse_uint(user_port, 65535, p) || p == 0)
             throw Error(quoted("MASTER_PORT", user_port) + " (set before srun): expected a port 1..65535");
@@ -95,20 +118,32 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
         np.master_port = std::to_string(hashed_port(cfg, in.job_id, in.step_id));
         np.master_port_from = "hashed";
     }
-    if (user_port && *user_port && np.req.port && std::to_string(np.req.port) != user_port)
+    if (user_port && np.req.port && std::to_string(np.req.port) != user_port)
         np.notes.push_back("MASTER_PORT set by user wins over port=" + std::to_string(np.req.port));
 }
 
 void plan_gpus(const db_node_input &in, NodePlan &np) {
+    // Slurm names the step's GPUs in SLURM_STEP_GPUS whenever it allocated
+    // some; without it, any GPU list here is the user's, not Slurm's.
+    if (!env_get(in.env, "SLURM_STEP_GPUS")) return;
     for (const char *name : kGpuVars) {
         const char *v = env_get(in.env, name);
         if (!v) continue;
-        GpuVar g{name, parse_gpu_list(v, name)};
-        if (!np.gpus.empty() && g.step.size() != np.gpus[0].step.size())
-            throw Error(quoted(name, v) + " names " + std::to_string(g.step.size()) + " GPUs but " +
-                        quoted(np.gpus[0].name, join(np.gpus[0].step)) + " names " +
-                        std::to_string(np.gpus[0].step.size()));
-        np.gpus.push_back(std::move(g));
+        if (np.gpus.empty()) {
+            np.gpus.push_back(GpuVar{name, parse_gpu_list(v, name)});
+            continue;
+        }
+        // A further list Slurm was not told to set (gres.conf Flags=) keeps
+        // the user's value: rewrite it only where it matches the first.
+        try {
+            GpuVar g{name, parse_gpu_list(v, name)};
+            if (g.step.size() == np.gpus[0].step.size()) {
+                np.gpus.push_back(std::move(g));
+                continue;
+            }
+        } catch (const Error &) {
+        }
+        np.notes.push_back(quoted(name, v) + " does not match " + np.gpus[0].name + ": left alone");
     }
     if (np.gpus.empty()) return;
     const size_t n = np.gpus[0].step.size();
@@ -161,14 +196,20 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     np.node_id = in.node_id;
     np.ntasks = in.ntasks;
     np.local_ntasks = in.local_ntasks;
-    if (eff.mode == DB_MODE_OFF || eff.mode == DB_MODE_UNSET) {
-        np.skip_reason = "mode off";
-        return np;
-    }
-    if (in.step_id > kMaxNormalStepId) {
+    if (in.step_id > DB_MAX_NORMAL_STEP_ID) {
         np.skip_reason = "not a job step started by srun (batch, extern or interactive step)";
         return np;
     }
+    if (eff.mode == DB_MODE_OFF || eff.mode == DB_MODE_UNSET) {
+        np.skip_reason = "mode off";
+        np.clean_inherited = true;
+        return np;
+    }
+    // The SPANK items of a heterogeneous step describe one component, while
+    // ranks span all of them.
+    if (const char *het = env_get(in.env, "SLURM_HET_SIZE"))
+        throw Error("heterogeneous steps (srun A : B, SLURM_HET_SIZE=" + std::string(het) +
+                    ") are not supported: run each component as its own step, or without --dist-bind");
     check_counts(in);
     const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
     np.host = nodes ? hostlist_nth(nodes, in.node_id) : "#" + std::to_string(in.node_id);
@@ -178,9 +219,37 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     return np;
 }
 
+// Did an enclosing step's dist-bind set this task's variables?
+bool inherited_step(const NodePlan &np, const char *const *env) {
+    const char *mark = env_get(env, DB_STEP_MARK);
+    return mark && step_name(np.job_id, np.step_id) != mark;
+}
+
+// Unset what an enclosing step's dist-bind set and this plan does not set.
+void drop_inherited(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
+    if (!inherited_step(np, in.env)) return;
+    auto is_set = [&](const std::string &name) {
+        for (const auto &kv : tp.set)
+            if (kv.first == name) return true;
+        return false;
+    };
+    const auto master = inherited_master(in.env);
+    for (const char *name : kOwnVars)
+        if (env_get(in.env, name) && !is_set(name)) tp.unset.emplace_back(name);
+    const std::pair<const char *, const std::string *> ours[] = {{"MASTER_ADDR", &master.first},
+                                                                  {"MASTER_PORT", &master.second}};
+    for (const auto &o : ours) {
+        const char *v = env_get(in.env, o.first);
+        if (v && !o.second->empty() && *o.second == v && !is_set(o.first)) tp.unset.emplace_back(o.first);
+    }
+}
+
 TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
     TaskPlan tp;
-    if (!np.active) return tp;
+    if (!np.active) {
+        if (np.clean_inherited) drop_inherited(np, in, tp);
+        return tp;
+    }
     if (in.local_rank >= np.local_ntasks || in.global_rank >= np.ntasks)
         throw Error("task " + std::to_string(in.global_rank) + " (local " + std::to_string(in.local_rank) +
                     ") is outside step " + step_name(np.job_id, np.step_id) + " of " + std::to_string(np.ntasks) +
@@ -198,6 +267,8 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
     set("MASTER_ADDR", np.master_addr);
     set("MASTER_PORT", np.master_port);
     set("DIST_BIND_MODE", mode);
+    set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
+    set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
     if (env_get(in.env, DB_RANK0_HINT)) tp.unset.emplace_back(DB_RANK0_HINT);
 
     std::vector<std::string> notes = np.notes;
@@ -230,6 +301,15 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         const ClosestTask *near = np.req.mode == DB_MODE_CLOSEST && np.closest.chosen
                                       ? &np.closest.tasks[in.local_rank]
                                       : nullptr;
+        // The topology choice was made for k GPUs per task before the tasks
+        // existed; where Slurm bound this task to another number, rank's
+        // rule keeps the promise instead.
+        if (near && mine != step && near->gpus.size() != mine.size()) {
+            notes.push_back("closest: Slurm gave this task " + std::to_string(mine.size()) +
+                            " GPUs, the topology choice has " + std::to_string(near->gpus.size()) +
+                            ", choosing as rank");
+            near = nullptr;
+        }
         if (near) {
             own = near->gpus;
         } else if (bound) {
@@ -288,9 +368,10 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         set("DIST_BIND_GPUS", pick(step, own));
         if (near) {
             // Where the task sits; a value the user exported wins.
+            const bool ours = inherited_step(np, in.env);
             auto where = [&](const char *name, const std::string &value) {
                 if (value.empty()) return;
-                if (env_get(in.env, name))
+                if (env_get(in.env, name) && !ours)
                     notes.push_back(std::string(name) + " set by user wins over " + value);
                 else
                     set(name, value);
@@ -302,6 +383,8 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         visible_shown = m == DB_MODE_ENV ? std::string(task_list) : pick(step, visible);
         device_shown = std::to_string(device);
     }
+
+    drop_inherited(np, in, tp);
 
     if (np.req.verbose) {
         tp.verbose = "dist-bind: rank=" + std::to_string(in.global_rank) + "/" + std::to_string(np.ntasks) +

@@ -36,6 +36,9 @@ struct Closest {
 struct NodePlan {
     bool active = false;
     std::string skip_reason;
+    // Inactive because of mode off, in a step srun started: the task still
+    // drops what dist-bind set for an enclosing step (DB_STEP_MARK).
+    bool clean_inherited = false;
 
     db_request req{};
     uint32_t job_id = 0, step_id = 0, nnodes = 0, node_id = 0, ntasks = 0, local_ntasks = 0;

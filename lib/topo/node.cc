@@ -1,6 +1,7 @@
 // The node's closest choice behind the C boundary: everything that can go
 // wrong becomes a fallback reason; only a NULL argument or running out of
 // memory is an error.
+#include <memory>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -55,7 +56,11 @@ Topology load(const db_topo_node_request &rq, std::string &why_live) {
         struct stat st;
         if (stat(rq.cached_xml, &st) == 0) {
             try {
-                return Topology::from_xml_file(rq.cached_xml);
+                Topology cached = Topology::from_xml_file(rq.cached_xml);
+                // slurmd 22.05 writes its cache with hwloc's default
+                // filters, which drop every I/O object: no GPU to match.
+                if (hwloc_get_next_pcidev(cached.get(), nullptr)) return cached;
+                why_live = std::string("cached topology ") + rq.cached_xml + " has no I/O devices";
             } catch (const Error &e) {
                 why_live = std::string("cached topology unusable: ") + e.what();
             }
@@ -111,7 +116,8 @@ int db_topo_node_choose(const db_topo_node_request *rq, db_topo_node_result **ou
         return -1;
     }
     try {
-        auto *r = new db_topo_node_result();
+        // Owned here until handed out, also when building a message throws.
+        std::unique_ptr<db_topo_node_result> r(new db_topo_node_result());
         try {
             db::topo::choose_node(*rq, *r);
         } catch (const db::Error &e) {
@@ -122,7 +128,6 @@ int db_topo_node_choose(const db_topo_node_request *rq, db_topo_node_result **ou
             if (!where.empty()) r->fallback += "; " + where;
             r->load_ms = ms;
         } catch (const std::bad_alloc &) {
-            delete r;
             throw;
         } catch (const std::exception &e) {
             *r = db_topo_node_result();
@@ -132,7 +137,7 @@ int db_topo_node_choose(const db_topo_node_request *rq, db_topo_node_result **ou
         r->input.fallback = r->fallback.empty() ? nullptr : r->fallback.c_str();
         r->input.tasks = r->tasks.empty() ? nullptr : r->tasks.data();
         r->input.ntasks = r->tasks.size();
-        *out = r;
+        *out = r.release();
         return 0;
     } catch (...) {
         db::copy_out("closest: out of memory", err, errlen);

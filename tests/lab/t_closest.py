@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """--dist-bind=closest on the real two-node lab.
 
-1. As the lab is: slurmd cached this machine's topology, which shows none of
-   the lab's fake GPUs, so closest is rank, and verbose says why (naming the
-   spool file it read, which proves the spool directory was found).
+1. As the lab is: slurmd cached this machine's topology without I/O devices
+   (as slurmd 22.05 always does), so closest discovers live, which shows
+   none of the lab's fake GPUs, so closest is rank, and verbose says why
+   (naming the spool file it read, which proves the spool directory was
+   found).
 2. With a real machine's topology in the spool (the DGX-2 export, copied
    over slurmd's cache after it started) and a fake NVIDIA driver view
    (DIST_BIND_NVIDIA_PROC), the tasks get the GPUs worked out by hand, the
@@ -56,8 +58,8 @@ def scenario(t, lab):
     t.eq(len(lines), 5, "one verbose line per task")
     for node in ("node1", "node2"):
         spool = os.path.join(lab.dir, node, "spool", "hwloc_topo_whole.xml")
-        why = ("closest: no topology information for these GPUs (the topology shows no GPUs; topology from %s"
-               % spool)
+        why = ("closest: no topology information for these GPUs (the topology shows no GPUs; topology by live "
+               "discovery (cached topology %s has no I/O devices))" % spool)
         mine = [l for l in lines if "host=%s " % node in l]
         t.ok(mine and all(why in l and "choosing as rank" in l for l in mine),
              "%s: verbose says why closest is rank and which cached topology it read: %s" % (node, mine[:1]))

@@ -84,6 +84,25 @@ with Lab() as lab:
     t.ok('MASTER_PORT="http"' in r.stderr and "1..65535" in r.stderr,
          "message names the variable, value and what was expected")
 
+    print("-- srun inside a task (srun --pty bash, then srun): inherited values are not the user's")
+    inner = ("srun --overlap -N2 -n2 --dist-bind %(p)s | sed s/^/INNER1/; "
+             "srun --overlap -N2 -n2 %(p)s | sed s/^/INNER2/") % {"p": PROBE}
+    r = lab.run(["salloc", "-N2", "-n5", "srun", "-N1", "-n1", "-w", "node2", "--dist-bind=port=24001",
+                 "bash", "-c", inner], timeout=120)
+    rows = {}
+    for line in r.stdout.splitlines():
+        tag = line[:6]
+        if line[6:].startswith("PROBE"):
+            rows.setdefault(tag, []).extend(parse_probe(line[6:]).values())
+    t.eq(sorted(len(v) for v in rows.values()), [2, 2], "both inner steps ran 2 tasks (rc %d)" % r.returncode)
+    for row in rows.get("INNER1", []):
+        t.eq((row["MASTER_ADDR"], row["RANK"], row["WORLD_SIZE"]), ("node1", row["SLURM_PROCID"], "2"),
+             "inner step with --dist-bind: its own MASTER_ADDR and ranks, not the outer step's")
+        t.ok(row["MASTER_PORT"] != "24001", "inner step: its own MASTER_PORT, not the outer %s" % row["MASTER_PORT"])
+    for row in rows.get("INNER2", []):
+        t.eq((row["RANK"], row["MASTER_ADDR"], row["MASTER_PORT"], row["DIST_BIND_MODE"]), (None, None, None, None),
+             "inner step without --dist-bind: nothing left over from the outer step")
+
 with Lab(resv_ports=True) as lab:
     print("-- concurrent steps, Slurm's reserved ports")
     ports = concurrent_ports(lab, "reserved")

@@ -23,7 +23,7 @@ struct row {
 };
 
 #define STEP2(tpn) "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=" tpn
-#define GPUS(l) "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
+#define GPUS(l) "|SLURM_STEP_GPUS=" l "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define SEED_N1 STEP2("3,2") GPUS("0,1,2")
 #define SEED_N2 STEP2("3,2") GPUS("0,1")
@@ -36,7 +36,7 @@ static const struct row rows[] = {
     {"seed rank0", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"),
      RANKVARS("0", "5", "0", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|"
      "DIST_BIND_GPUS=0|GPU_DEVICE_ORDINAL=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|CUDA_DEVICE_ORDER=PCI_BUS_ID|"
-     "DIST_BIND_MODE=rank", NULL, NULL},
+     "DIST_BIND_MODE=rank|DIST_BIND_STEP=7.0", NULL, NULL},
     {"seed rank2", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("2"),
      RANKVARS("2", "5", "2", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|"
      "DIST_BIND_GPUS=2",
@@ -144,11 +144,11 @@ static const struct row rows[] = {
      "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|-SLURM_STEP_GPUS",
      NULL, NULL},
     {"GPU UUIDs", "", "", 7, 0, 1, 0, 2, 2,
-     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1, 1,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1, 1,
      "CUDA_VISIBLE_DEVICES=GPU-bb22", "CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=GPU-bb22",
      NULL, NULL},
     {"AMD: ROCR only", "", "", 7, 0, 1, 0, 2, 2,
-     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=1",
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=1",
      "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|-CUDA_VISIBLE_DEVICES", NULL, NULL},
 
     /* --- no GPUs / GPU binding off -------------------------------------------------------------- */
@@ -195,7 +195,7 @@ static const struct row rows[] = {
     {"user's MASTER_ADDR wins", "", "master_addr=suffix:-ib", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_ADDR=head0", 0, 0,
      TASK("0"), "MASTER_ADDR=head0", NULL, NULL},
     {"hashed port in a 1-port range", "", "ports=23456-23456", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"),
-     "MASTER_PORT=23456", NULL, NULL},
+     "MASTER_PORT=23456|DIST_BIND_MASTER=node1:23456", NULL, NULL},
 
     /* --- master_addr= ------------------------------------------------------------------------------- */
     {"master_addr=suffix", "", "master_addr=suffix:-ib", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"),
@@ -215,24 +215,56 @@ static const struct row rows[] = {
     {"interactive step", "", "", 7, 0xfffffffau, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1", 0, 0, "", "!", NULL, NULL},
 
     /* --- malformed input: one clear error, nothing set -------------------------------------------------- */
-    {"garbage GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,x,2", 0, 0, TASK("0"), NULL,
+    {"garbage GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,x,2", 0, 0, TASK("0"), NULL,
      "CUDA_VISIBLE_DEVICES=\"0,x,2\"&\"x\" is not a GPU", NULL},
-    {"overflowing GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,99999999999999999999", 0,
+    {"overflowing GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,99999999999999999999", 0,
      0, TASK("0"), NULL, "CUDA_VISIBLE_DEVICES&99999999999999999999&expected an index", NULL},
-    {"negative GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=-1", 0, 0, "", NULL,
+    {"negative GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=-1", 0, 0, "", NULL,
      "CUDA_VISIBLE_DEVICES&\"-1\"", NULL},
-    {"duplicate GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,1,1", 0, 0, TASK("0"), NULL,
+    {"duplicate GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,1", 0, 0, TASK("0"), NULL,
      "CUDA_VISIBLE_DEVICES=\"0,1,1\"&GPU 1 is listed twice", NULL},
-    {"empty GPU list", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=", 0, 0, TASK("0"), NULL,
+    {"empty GPU list", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=", 0, 0, TASK("0"), NULL,
      "CUDA_VISIBLE_DEVICES=\"\"&empty", NULL},
-    {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,,1", 0, 0, TASK("0"), NULL,
+    {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,,1", 0, 0, TASK("0"), NULL,
      "CUDA_VISIBLE_DEVICES&empty entry", NULL},
     {"unknown GPU in task", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("7"), NULL,
      "CUDA_VISIBLE_DEVICES=\"7\"&GPU 7 is not one of the step's GPUs on node node1 (0,1,2)", NULL},
     {"garbage task GPU list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, "CUDA_VISIBLE_DEVICES=zero", NULL,
      "CUDA_VISIBLE_DEVICES=\"zero\"", NULL},
-    {"GPU lists disagree", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1",
-     0, 0, TASK("0"), NULL, "ROCR_VISIBLE_DEVICES=\"0,1\"&names 2 GPUs&names 3", NULL},
+    {"a list Slurm did not set is left alone", "verbose", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0", 1, 1,
+     "CUDA_VISIBLE_DEVICES=1|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0",
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|-ROCR_VISIBLE_DEVICES|-ZE_AFFINITY_MASK", NULL,
+     "ROCR_VISIBLE_DEVICES=\"0,1\" does not match CUDA_VISIBLE_DEVICES: left alone&ZE_AFFINITY_MASK=\"0.0\""},
+    {"user's GPU list without Slurm GPUs", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|ROCR_VISIBLE_DEVICES=0", 2, 2,
+     "ROCR_VISIBLE_DEVICES=0", "RANK=2|-ROCR_VISIBLE_DEVICES|-DIST_BIND_DEVICE|-CUDA_DEVICE_ORDER", NULL, NULL},
+    {"heterogeneous step", "", "", 7, 0, 1, 0, 2, 2, "SLURM_STEP_NODELIST=node2|SLURM_HET_SIZE=2", 0, 0, "", NULL,
+     "heterogeneous steps&SLURM_HET_SIZE=2", NULL},
+
+    /* --- an srun inside a task (srun --pty bash, then srun): what dist-bind set
+     *     for the enclosing step 7.0 is not the user's ------------------------- */
+    {"nested: inherited MASTER_* are not the user's", "", "ports=23000-23000", 7, 1, 2, 0, 5, 3,
+     SEED_N1 "|MASTER_ADDR=node2|MASTER_PORT=24000|DIST_BIND_MASTER=node2:24000|DIST_BIND_STEP=7.0", 0, 0,
+     TASK("0") "|DIST_BIND_STEP=7.0", "MASTER_ADDR=node1|MASTER_PORT=23000|DIST_BIND_STEP=7.1|DIST_BIND_MASTER=node1:23000",
+     NULL, NULL},
+    {"nested: a MASTER_PORT the user changed wins", "", "ports=23000-23000", 7, 1, 2, 0, 5, 3,
+     SEED_N1 "|MASTER_ADDR=node2|MASTER_PORT=31000|DIST_BIND_MASTER=node2:24000|DIST_BIND_STEP=7.0", 0, 0,
+     TASK("0"), "MASTER_ADDR=node1|MASTER_PORT=31000", NULL, NULL},
+    {"nested, no GPUs: inherited GPU variables dropped", "", "", 7, 1, 2, 0, 5, 3,
+     STEP2("3,2") "|DIST_BIND_STEP=7.0", 1, 1,
+     "DIST_BIND_STEP=7.0|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|DIST_BIND_NUMA=0",
+     "RANK=1|~DIST_BIND_DEVICE|~DIST_BIND_GPUS|~DIST_BIND_NUMA|DIST_BIND_STEP=7.1", NULL, NULL},
+    {"nested, mode off: everything inherited dropped", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
+     TASK("1") "|DIST_BIND_STEP=7.0|DIST_BIND_MASTER=node1:24000|MASTER_ADDR=node1|MASTER_PORT=24000|RANK=4|"
+     "WORLD_SIZE=5|LOCAL_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_DEVICE=1|OTHER=x",
+     "~RANK|~WORLD_SIZE|~LOCAL_RANK|~DIST_BIND_MODE|~DIST_BIND_DEVICE|~DIST_BIND_STEP|~DIST_BIND_MASTER|~MASTER_ADDR|"
+     "~MASTER_PORT|-OTHER|-CUDA_VISIBLE_DEVICES",
+     NULL, NULL},
+    {"nested, mode off: the user's MASTER_PORT kept", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
+     "DIST_BIND_STEP=7.0|DIST_BIND_MASTER=node1:24000|MASTER_ADDR=node1|MASTER_PORT=31000|RANK=4",
+     "~RANK|~MASTER_ADDR|-MASTER_PORT", NULL, NULL},
+    {"mode off, nothing inherited: nothing at all", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
+     TASK("1") "|RANK=9|MASTER_PORT=5", "!", NULL, NULL},
     {"user MASTER_PORT garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=http", 0, 0, TASK("0"), NULL,
      "MASTER_PORT=\"http\"&expected a port 1..65535", NULL},
     {"user MASTER_PORT too big", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=70000", 0, 0, TASK("0"), NULL,

@@ -70,7 +70,7 @@ START_TEST(generated_layouts) {
         } else {
             snprintf(task_list, sizeof task_list, "%s", step_list);
         }
-        snprintf(senv_s, sizeof senv_s, "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|CUDA_VISIBLE_DEVICES=%s",
+        snprintf(senv_s, sizeof senv_s, "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|SLURM_STEP_GPUS=x|CUDA_VISIBLE_DEVICES=%s",
                  ntasks_node, step_list);
         snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", task_list);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
@@ -146,8 +146,8 @@ START_TEST(garbage_never_crashes) {
         }
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
         snprintf(senv_s, sizeof senv_s,
-                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_STEP_RESV_PORTS=%s", a,
-                 b, c, e);
+                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|SLURM_STEP_GPUS=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_STEP_RESV_PORTS=%s", a,
+                 b, c, c, e);
         snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", d);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request rq = {DB_MODE_RANK + (int)(next() % 4), (int)(next() % 2), (int)(next() % 2), 0};

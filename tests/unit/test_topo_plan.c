@@ -24,7 +24,7 @@ struct row {
 };
 
 #define N1(tpn) "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=" tpn
-#define GPUS(l) "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
+#define GPUS(l) "|SLURM_STEP_GPUS=" l "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 
 /* Lassen-like node, 4 tasks cyclic over sockets: tasks 0,2 on socket 0
@@ -58,7 +58,7 @@ static const struct row rows[] = {
     {"closest isolate-like only task", "closest", 1, 1, N1("1") GPUS("0,1"), 0, 0, TASK("0,1"), "1,0/1/hsi1", NULL,
      "CUDA_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1,0|DIST_BIND_NICS=hsi1", NULL, NULL},
     /* AMD: only ROCR_VISIBLE_DEVICES. */
-    {"closest ROCR only", "closest", 2, 2, N1("2") "|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=0",
+    {"closest ROCR only", "closest", 2, 2, N1("2") "|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=0",
      "1/3/hsi0;0/0/hsi2", NULL, "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_GPUS=1|DIST_BIND_NUMA=3|DIST_BIND_NICS=hsi0|"
      "-CUDA_VISIBLE_DEVICES", NULL, NULL},
     /* A value the user exported wins, and verbose says so. */
