@@ -158,11 +158,13 @@ class TcpExchange final : public Exchange {
     Tree tree_;
     double grace_ = 1;
     uint64_t session_ = 0;
+    // Before the links: each Link counts itself out of open_ when it is
+    // destroyed, and members are destroyed in reverse order.
+    long open_ = 0, peak_ = 0;
     Peer parent_;
     std::vector<Peer> children_;
     uint32_t seq_ = 0;
     std::string broken_;
-    long open_ = 0, peak_ = 0;
 
     Op begin(uint16_t kind);
     void check_pending(Peer &p, const std::string &what);
