@@ -34,7 +34,7 @@ void TcpExchange::turn_away(const Socket &lis, std::vector<bool> told, const Dea
         int err;
         Socket s = accept_from(lis, err);
         Message m;
-        if (!s || !recv_msg(s.fd(), m, sooner(d, kHelloWait)).ok() || m.type != Msg::Hello) continue;
+        if (!s || !recv_msg(s.fd(), m, sooner(d, kHelloWait), kMaxHello).ok() || m.type != Msg::Hello) continue;
         Reader rd(m.body);
         rd.u32();
         uint32_t rank = rd.u32();
@@ -89,7 +89,10 @@ void TcpExchange::setup_root(const Deadline &d) {
         }
         Link l(std::move(raw), &open_, &peak_);
         Message m;
-        if (!recv_msg(l.fd(), m, sooner(d, kHelloWait)).ok() || m.type != Msg::Hello) continue;
+        // Anyone can connect to MASTER_PORT: a registration is read only
+        // up to the size a real one has, so a stray header cannot make
+        // rank 0 allocate what it claims.
+        if (!recv_msg(l.fd(), m, sooner(d, kHelloWait), kMaxHello).ok() || m.type != Msg::Hello) continue;
         Reader rd(m.body);
         uint32_t proto = rd.u32(), rank = rd.u32(), world = rd.u32();
         std::string key = rd.str();
@@ -203,7 +206,7 @@ void TcpExchange::setup_child(const Deadline &d) {
     w.u32(mine.ip).u16(mine.port).str(host_name()).u32(static_cast<uint32_t>(getpid()));
     send_msg(reg.fd(), Msg::Hello, 0, 0, w.data().data(), w.data().size(), d);
     Message m;
-    IoResult r = recv_msg(reg.fd(), m, d);
+    IoResult r = recv_msg(reg.fd(), m, d, kMaxReply);
     if (r.kind == Io::Timeout)
         fail(DISTBIND_ERR_TIMEOUT, where + " accepted the connection but did not answer within " +
                                        secs(c_.timeout_s) + ": another program may be listening on MASTER_PORT, or rank 0 is stuck");
@@ -235,7 +238,10 @@ void TcpExchange::setup_child(const Deadline &d) {
         Socket in = accept_from(lis, err);
         if (!in) continue;
         Message t;
-        if (!recv_msg(in.fd(), t, sooner(dt, kHelloWait)).ok()) continue;
+        // A tree lists at most every other rank (10 bytes each); until its
+        // session id is checked, the sender is anyone.
+        size_t most = std::max(kMaxReply, 16 + 10 * static_cast<size_t>(c_.world));
+        if (!recv_msg(in.fd(), t, sooner(dt, kHelloWait), most).ok()) continue;
         Reader tr(t.body);
         if (tr.u64() != session_) continue;
         if (t.type == Msg::Abort) {
