@@ -10,13 +10,38 @@
 
 extern char **environ;
 
+namespace {
+
+// An error message that can be set without throwing: a fixed text is only
+// pointed at, and a built one that cannot be stored (out of memory) falls
+// back to a fixed one.  Moving it never allocates.
+class ErrText {
+  public:
+    void set_fixed(const char *text) noexcept {
+        s_.clear();
+        fixed_ = text;
+    }
+    void set(std::string &&text) noexcept {
+        s_ = std::move(text);
+        fixed_ = nullptr;
+    }
+    void clear() noexcept { set_fixed(""); }
+    const char *c_str() const noexcept { return fixed_ ? fixed_ : s_.c_str(); }
+
+  private:
+    std::string s_;
+    const char *fixed_ = "";
+};
+
+}  // namespace
+
 struct distbind {
     db::rt::Env env;
     db::rt::Params params;
     db::rt::Identity id;
     std::shared_ptr<void> pmix_keep;  // the PMIx client, when discovery used it
     std::unique_ptr<db::rt::Exchange> ex;
-    std::string err;
+    ErrText err;
     bool device_set = false;
     std::string bus_id;
     void *comm = nullptr;
@@ -26,7 +51,7 @@ struct distbind {
 
 namespace {
 
-thread_local std::string t_err;
+thread_local ErrText t_err;
 
 using db::rt::Failure;
 using db::rt::fail;
@@ -37,32 +62,32 @@ std::string format(const distbind *h, const std::string &msg) {
 }
 
 template <typename F>
-distbind_status guarded(const distbind *h, std::string &err, F &&f) noexcept {
-    distbind_status st;
-    std::string msg;
+distbind_status guarded(const distbind *h, ErrText &err, F &&f) noexcept {
+    distbind_status st = DISTBIND_ERR_INTERNAL;
+    // Building the message allocates, and may throw inside a handler: the
+    // outer try catches that, and the status found so far stands.
     try {
-        f();
-        return DISTBIND_OK;
-    } catch (const Failure &e) {
-        st = e.status;
-        msg = e.what();
-    } catch (const db::Error &e) {
-        st = DISTBIND_ERR_ENV;
-        msg = e.what();
-    } catch (const std::bad_alloc &) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = "out of memory";
-    } catch (const std::exception &e) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = std::string("internal error: ") + e.what();
+        try {
+            f();
+            return DISTBIND_OK;
+        } catch (const Failure &e) {
+            st = e.status;
+            err.set(format(h, e.what()));
+        } catch (const db::Error &e) {
+            st = DISTBIND_ERR_ENV;
+            err.set(format(h, e.what()));
+        } catch (const std::bad_alloc &) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set_fixed("dist-bind: out of memory");
+        } catch (const std::exception &e) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set(format(h, std::string("internal error: ") + e.what()));
+        } catch (...) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set_fixed("dist-bind: internal error");
+        }
     } catch (...) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = "internal error";
-    }
-    try {
-        err = format(h, msg);
-    } catch (...) {
-        st = DISTBIND_ERR_INTERNAL;
+        err.set_fixed("dist-bind: out of memory (while reporting an error)");
     }
     return st;
 }
@@ -71,7 +96,7 @@ distbind_status guarded(const distbind *h, std::string &err, F &&f) noexcept {
 template <typename F>
 distbind_status on(distbind *h, F &&f) noexcept {
     if (!h) {
-        t_err = "dist-bind: NULL handle";
+        t_err.set_fixed("dist-bind: NULL handle");
         return DISTBIND_ERR_ARG;
     }
     return guarded(h, h->err, std::forward<F>(f));
@@ -95,7 +120,7 @@ void create_into(distbind **out, const char *const *env) {
 
 distbind_status create(distbind **out, const char *const *env) noexcept {
     if (!out) {
-        t_err = "dist-bind: distbind_create: out is NULL";
+        t_err.set_fixed("dist-bind: distbind_create: out is NULL");
         return DISTBIND_ERR_ARG;
     }
     *out = nullptr;
@@ -131,7 +156,7 @@ distbind_status distbind_create(distbind_t **out) { return create(out, environ);
 
 distbind_status distbind_create_env(distbind_t **out, const char *const *env) {
     if (!env) {
-        t_err = "dist-bind: distbind_create_env: env is NULL";
+        t_err.set_fixed("dist-bind: distbind_create_env: env is NULL");
         if (out) *out = nullptr;
         return DISTBIND_ERR_ARG;
     }
@@ -216,7 +241,7 @@ distbind_status distbind_init(distbind_t **out) {
     if (st != DISTBIND_OK) return st;
     st = distbind_connect(*out);
     if (st != DISTBIND_OK) {
-        t_err = (*out)->err;
+        t_err = std::move((*out)->err);
         distbind_destroy(*out);
         *out = nullptr;
     }
