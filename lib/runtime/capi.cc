@@ -102,6 +102,21 @@ distbind_status on(distbind *h, F &&f) noexcept {
     return guarded(h, h->err, std::forward<F>(f));
 }
 
+// What one collective may carry.  The message names the numbers, so the
+// caller sees what to split.
+void check_size(const char *fn, size_t len, int world, bool per_rank) {
+    constexpr size_t kMax = DISTBIND_MAX_EXCHANGE_BYTES;
+    size_t w = static_cast<size_t>(world);
+    if (per_rank ? len <= kMax / w : len <= kMax) return;
+    std::string limit = "the limit of " + std::to_string(kMax) + " bytes (1 GiB) one collective can carry";
+    if (!per_rank)
+        fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " is above " + limit + " (world size " +
+                                   std::to_string(world) + "): send it in parts");
+    std::string total = len <= kMax ? " = " + std::to_string(len * w) + " bytes" : "";
+    fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " bytes per rank x world size " +
+                               std::to_string(world) + total + " is above " + limit + ": send it in parts");
+}
+
 db::rt::Exchange &exchange(distbind *h) {
     if (!h->ex) fail(DISTBIND_ERR_STATE, "the exchange is not up: call distbind_connect (or distbind_init) first");
     return *h->ex;
@@ -274,6 +289,7 @@ distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int ro
         if (root < 0 || root >= db->id.world)
             fail(DISTBIND_ERR_ARG, "distbind_broadcast: root " + std::to_string(root) + " is not a rank (0.." +
                                        std::to_string(db->id.world - 1) + ")");
+        check_size("distbind_broadcast", len, db->id.world, false);
         exchange(db).broadcast(buf, len, root);
     });
 }
@@ -281,9 +297,7 @@ distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int ro
 distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv) {
     return on(db, [&] {
         if ((!send || !recv) && len) fail(DISTBIND_ERR_ARG, "distbind_allgather: send or recv is NULL");
-        if (len > (size_t{1} << 30) / static_cast<size_t>(db->id.world))
-            fail(DISTBIND_ERR_ARG, "distbind_allgather: " + std::to_string(len) + " bytes per rank is too much for " +
-                                       std::to_string(db->id.world) + " ranks (1 GiB in all at most)");
+        check_size("distbind_allgather", len, db->id.world, true);
         exchange(db).allgather(send, len, recv);
     });
 }

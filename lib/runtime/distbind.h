@@ -140,12 +140,19 @@ DISTBIND_API const char *distbind_bootstrap(const distbind_t *db);
 
 /* --- exchange (all COLLECTIVE, after distbind_connect) -------------------- */
 
+/* The most bytes one collective carries: len for a broadcast, world_size *
+ * len for an allgather (1 GiB).  More is DISTBIND_ERR_ARG, refused before
+ * anything is sent, so the exchange stays usable. */
+#define DISTBIND_MAX_EXCHANGE_BYTES ((size_t)1 << 30)
+
 /* Copy `len` bytes from rank `root`'s buf into every rank's buf.  Every
- * rank must pass the same len and root. */
+ * rank must pass the same len and root; len is at most
+ * DISTBIND_MAX_EXCHANGE_BYTES. */
 DISTBIND_API distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root);
 
 /* Every rank contributes `len` bytes; recv (world_size * len bytes) gets
- * rank r's bytes at offset r * len.  Every rank must pass the same len. */
+ * rank r's bytes at offset r * len.  Every rank must pass the same len;
+ * world_size * len is at most DISTBIND_MAX_EXCHANGE_BYTES. */
 DISTBIND_API distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv);
 
 /* Return once every rank has entered the barrier. */

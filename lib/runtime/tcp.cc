@@ -1,11 +1,16 @@
 // The TCP bootstrap's collectives (the tree itself is described in tcp.hh).
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 
 #include "tcp.hh"
 
 namespace db::rt::tcp {
+
+// The largest message: a whole collective's payload plus its framing
+// (length, count or root: 8 bytes at most).
+static_assert(DISTBIND_MAX_EXCHANGE_BYTES + 8 <= kMaxBody, "a collective at the limit must fit one message");
 
 TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     tree_.n = c.world;
@@ -165,6 +170,14 @@ void TcpExchange::lost(const std::string &what, int who, const IoResult &r) {
            who);
 }
 
+void TcpExchange::unsent(const std::string &what, int who, const IoResult &r) {
+    bool peer = r.kind != Io::Error || r.err == ETIMEDOUT || r.err == EHOSTUNREACH || r.err == ENETUNREACH ||
+                r.err == ENOTCONN || r.err == ECONNABORTED || r.err == ENETDOWN;
+    if (peer) lost(what, who, r);
+    spread(DISTBIND_ERR_SYSTEM, what + " failed: rank " + std::to_string(c_.rank) + " could not send to rank " +
+                                    std::to_string(who) + ": " + r.str());
+}
+
 void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
     std::string theirs = m.type == Msg::Up || m.type == Msg::Down
                              ? std::string(op_name(m.op)) + " #" + std::to_string(m.seq)
@@ -244,7 +257,7 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     Writer w;
     w.u32(static_cast<uint32_t>(len)).u32(static_cast<uint32_t>(body.size())).bytes(body.data(), body.size());
     IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, w.data().data(), w.data().size(), dmsg);
-    if (!r.ok()) lost(what, parent_.rank, r);
+    if (!r.ok()) unsent(what, parent_.rank, r);
     return {};
 }
 
@@ -302,7 +315,7 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
     }
     for (Peer &ch : children_) {
         IoResult r = send_msg(ch.link.fd(), Msg::Down, op.first, op.second, body.data(), body.size(), dmsg);
-        if (!r.ok()) lost(what, ch.rank, r);
+        if (!r.ok()) unsent(what, ch.rank, r);
     }
     return body;
 }

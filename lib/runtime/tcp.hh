@@ -180,6 +180,9 @@ class TcpExchange final : public Exchange {
     [[noreturn]] void spread(distbind_status st, const std::string &msg, int except = -1);
     [[noreturn]] void on_abort(const Message &m, int from);
     [[noreturn]] void lost(const std::string &what, int who, const IoResult &r);
+    // A message to `who` did not go out: the peer's doing when it hung up
+    // or stopped reading (lost), this rank's when the OS refused (SYSTEM).
+    [[noreturn]] void unsent(const std::string &what, int who, const IoResult &r);
     [[noreturn]] void mismatch(const std::string &what, int who, const Message &m);
 
     // ---- collectives ------------------------------------------------------

@@ -289,7 +289,7 @@ void TcpExchange::connect_children(const std::vector<std::pair<int, Addr>> &sub,
         p.link = Link(std::move(s), &open_, &peak_);
         IoResult r = send_msg(p.link.fd(), Msg::Tree, 0, 0, w.data().data(), w.data().size(), d);
         children_.push_back(std::move(p));
-        if (!r.ok()) lost("set-up", ch, r);
+        if (!r.ok()) unsent("set-up", ch, r);
     }
 }
 

@@ -100,6 +100,13 @@ def faults(t, worker, tag):
     all_status(t, res, "DISTBIND_ERR_PEER", what)
     all_say(t, res, "rank 1 passed 48 bytes but rank 0 passed 32", what)
 
+    # A broadcast over DISTBIND_MAX_EXCHANGE_BYTES: refused on every rank
+    # (ARG, naming the limit), and the barrier after it still works.
+    res = run(3, ["toobig"], env=fast)
+    what = tag + "a broadcast of 1 GiB + 1 byte"
+    all_status(t, res, "OK", what + ": refused, then the barrier")
+    t.ok(all("limit of 1073741824 bytes" in x.err for x in res.values()), what + ": every rank's message names the limit")
+
 
 def huge_hello(t):
     """A connection to MASTER_PORT that is not a rank sends a registration
