@@ -200,7 +200,9 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     auto wait_end = t0 + std::chrono::duration_cast<Clock::duration>(
                              std::chrono::duration<double>(c_.timeout_s - depth * margin()));
     Deadline dch{wait_end};
-    Deadline dmsg = Deadline::in(c_.timeout_s + grace_);
+    // A message that begins to arrive before dch has until dmsg to finish:
+    // the collective's own bound, not a fresh timeout per message.
+    Deadline dmsg = message_deadline(t0);
     while (pending) {
         std::vector<int> fds, who;
         if (parent_.link) fds.push_back(parent_.link.fd()), who.push_back(-1);
@@ -210,14 +212,14 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
         if (at < 0) break;
         Message m;
         if (who[at] < 0) {
-            IoResult r = recv_msg(parent_.link.fd(), m, rest_of_message());
+            IoResult r = recv_msg(parent_.link.fd(), m, dmsg);
             if (!r.ok()) lost(what, parent_.rank, r);
             if (m.type == Msg::Abort) on_abort(m, parent_.rank);
             mismatch(what, parent_.rank, m);
         }
         size_t i = static_cast<size_t>(who[at]);
         int ch = children_[i].rank;
-        IoResult r = recv_msg(children_[i].link.fd(), m, rest_of_message());
+        IoResult r = recv_msg(children_[i].link.fd(), m, dmsg);
         if (!r.ok()) lost(what, ch, r);
         if (m.type == Msg::Abort) on_abort(m, ch);
         if (m.type == Msg::Missing) {
@@ -281,15 +283,14 @@ void TcpExchange::report_missing(const std::string &what, std::vector<int> missi
     send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, w.data().data(), w.data().size(), d);
     if (wait_readable({parent_.link.fd()}, d) == 0) {
         Message m;
-        if (recv_msg(parent_.link.fd(), m, rest_of_message()).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
+        if (recv_msg(parent_.link.fd(), m, d).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
     }
     spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank " + std::to_string(c_.rank) + ")");
 }
 
 std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root) {
     std::vector<uint8_t> body;
-    Deadline dmsg{t0 + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(c_.timeout_s + grace_))};
+    Deadline dmsg = message_deadline(t0);
     if (c_.rank == 0) {
         body = at_root;
     } else {
@@ -304,7 +305,7 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
                            std::to_string(c_.rank) + ")");
             Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];
             Message m;
-            IoResult r = recv_msg(from.link.fd(), m, rest_of_message());
+            IoResult r = recv_msg(from.link.fd(), m, dmsg);
             if (!r.ok()) lost(what, from.rank, r);
             if (m.type == Msg::Abort) on_abort(m, from.rank);
             if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second)

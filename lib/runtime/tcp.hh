@@ -170,9 +170,11 @@ class TcpExchange final : public Exchange {
     void check_pending(Peer &p, const std::string &what);
     std::string label(Op op, const char *name) const;
     void barrier_named(const char *name);
-    // Once a message has begun to arrive, the rest of it gets its own time:
-    // it may begin just as the collective's deadline passes.
-    Deadline rest_of_message() const { return Deadline::in(std::max(2.0, c_.timeout_s)); }
+    // When a collective that began at t0 stops waiting for messages: its
+    // timeout plus the grace that lets rank 0's verdict travel down.
+    Deadline message_deadline(Clock::time_point t0) const {
+        return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s + grace_))};
+    }
     double margin() const;
 
     // ---- failing ----------------------------------------------------------

@@ -150,7 +150,10 @@ void TcpExchange::setup_root(const Deadline &d) {
     std::vector<std::pair<int, Addr>> all;
     for (int r = 1; r < c_.world; r++) all.emplace_back(r, addr[r]);
     try {
-        connect_children(all, d);
+        // The last rank may have registered just before d: connecting to
+        // the children (who wait d's length plus the grace for it) gets
+        // the grace of its own.
+        connect_children(all, Deadline::in(grace_));
     } catch (const Failure &f) {
         abort_registered(addr, have, f.status, f.what());
         throw;
