@@ -321,6 +321,19 @@ START_TEST(sec_row) {
 }
 END_TEST
 
+/* PMI2's calls (and PMI2_Init, PMIx_Init, getaddrinfo) run on a helper
+ * thread: what it throws reaches the caller instead of ending the process,
+ * and a helper still blocked at the deadline is left to finish alone. */
+START_TEST(helper_threads) {
+    int st = 0;
+    char msg[256] = "";
+    ck_assert_msg(db_rt_test_bounded_throw(&st, msg, sizeof msg), "the exception did not reach the caller");
+    ck_assert_int_eq(st, DISTBIND_ERR_PEER);
+    ck_assert_str_eq(msg, "thrown on the helper thread");
+    ck_assert(db_rt_test_bounded_late());
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("runtime");
     TCase *tc = tcase_create("rows");
@@ -332,6 +345,7 @@ int main(void) {
     tcase_add_test(tc, api_misuse);
     tcase_add_test(tc, world_of_one);
     tcase_add_test(tc, size_caps);
+    tcase_add_test(tc, helper_threads);
     tcase_add_test(tc, status_names);
     tcase_add_test(tc, rank_lists);
     tcase_add_test(tc, pmi2_encoding);
