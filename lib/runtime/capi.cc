@@ -125,7 +125,7 @@ db::rt::Exchange &exchange(distbind *h) {
 void create_into(distbind **out, const char *const *env) {
     auto h = std::make_unique<distbind>(env);
     h->params = db::rt::read_params(h->env);
-    h->id = db::rt::discover(h->env, h->pmix_keep);
+    h->id = db::rt::discover(h->env, h->pmix_keep, h->params.timeout_s);
     db::rt::debug_enable(h->params.debug, h->id.rank);
     db::rt::debugf("place from %s: rank %d of %d, local rank %d of %d, node %d, device %d (from %s), host %s",
                    db::rt::source_name(h->id.source), h->id.rank, h->id.world, h->id.local_rank, h->id.local_world,
