@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <thread>
 
+#include "bounded.hh"
 #include "tcp.hh"
 
 namespace db::rt::tcp {
@@ -175,12 +177,32 @@ void TcpExchange::setup_child(const Deadline &d) {
                                "srun --dist-bind sets both)");
     Addr root;
     for (;;) {
-        int rc = resolve(c_.master_addr, c_.master_port, root);
-        if (rc == 0) break;
-        if (rc != EAI_AGAIN || d.passed())
+        // getaddrinfo has no timeout of its own (a name server that does
+        // not answer holds it for as long as the resolver's settings say).
+        struct Resolved {
+            int rc;
+            Addr a;
+        };
+        std::string host = c_.master_addr;
+        unsigned port = c_.master_port;
+        std::optional<Resolved> got = run_bounded<Resolved>(
+            [host, port] {
+                Resolved r{};
+                r.rc = resolve(host, port, r.a);
+                return r;
+            },
+            d);
+        if (!got)
+            fail(DISTBIND_ERR_TIMEOUT, "MASTER_ADDR=\"" + c_.master_addr + "\" did not resolve within " +
+                                           secs(c_.timeout_s) + ": the name service does not answer");
+        if (got->rc == 0) {
+            root = got->a;
+            break;
+        }
+        if (got->rc != EAI_AGAIN || d.passed())
             fail(DISTBIND_ERR_ENV, "MASTER_ADDR=\"" + c_.master_addr + "\" does not resolve to an IPv4 address: " +
-                                       gai_strerror(rc));
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                       gai_strerror(got->rc));
+        std::this_thread::sleep_for(std::min(std::chrono::milliseconds(100), std::chrono::milliseconds(d.ms_left())));
     }
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
     int err = 0;
