@@ -216,7 +216,11 @@ distbind_status distbind_connect(distbind_t *db) {
         std::string how = p.bootstrap;
         if (how == "auto") {
             // A PMI server that Slurm started is there for this step; TCP
-            // needs only rank 0 to be reachable.
+            // needs only rank 0 to be reachable.  The next one is tried only
+            // when a backend is UNAVAILABLE, which the backends report only
+            // before their first collective (library, init, job size): once
+            // the ranks have begun one together, a failure there is PEER,
+            // SYSTEM or TIMEOUT, so ranks never end up split between them.
             if (db::rt::pmix_has_server(db->env)) {
                 try {
                     db->ex = db::rt::make_pmix(c);

@@ -279,7 +279,9 @@ class PmixExchange final : public Exchange {
         std::string k = key();
         pmix_status_t rc = s_->put(PMIX_GLOBAL, k.c_str(), &v);
         if (rc == PMIX_SUCCESS) rc = s_->commit();
-        if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_UNAVAILABLE, "PMIx_Put/Commit failed: " + s_->err(rc));
+        // SYSTEM, not UNAVAILABLE: in auto mode UNAVAILABLE means "try the
+        // next bootstrap", which is only safe before the first collective.
+        if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_SYSTEM, "PMIx_Put/Commit failed: " + s_->err(rc));
     }
 
     // Always a collecting fence: Slurm 22.05's fence without data
@@ -300,7 +302,7 @@ class PmixExchange final : public Exchange {
         }
         if (rc != PMIX_SUCCESS) {
             delete hold;
-            broken(DISTBIND_ERR_UNAVAILABLE, what + " failed: PMIx_Fence: " + s_->err(rc));
+            broken(DISTBIND_ERR_SYSTEM, what + " failed: PMIx_Fence: " + s_->err(rc));
         }
         auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
         if (!w->wait_until(until)) {
