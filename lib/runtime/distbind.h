@@ -179,10 +179,22 @@ struct ncclComm;
  * all ranks of the step: rank 0 makes the unique id, or, when the world is
  * larger than DIST_BIND_NCCL_RANKS_PER_ROOT, one rank per block makes one
  * id each (ncclCommInitRankScalable); the ids travel over the exchange.
- * `config` is an ncclConfig_t * passed to NCCL, or NULL for NCCL's
- * defaults; a non-blocking config is waited for (at most
- * DIST_BIND_TIMEOUT).  *comm is an ncclComm_t owned by the handle:
- * distbind_destroy destroys it, do not destroy it yourself. */
+ * *comm is an ncclComm_t owned by the handle: distbind_destroy destroys
+ * it, do not destroy it yourself.
+ *
+ * `config` is an ncclConfig_t * (made with NCCL_CONFIG_INITIALIZER from
+ * your nccl.h), passed to NCCL as it is, or NULL.
+ *   - NULL: NCCL's defaults, except that the communicator is non-blocking
+ *     (config.blocking = 0), so that NCCL's own set-up is waited for at
+ *     most DIST_BIND_TIMEOUT; past it the communicator is aborted and the
+ *     call returns DISTBIND_ERR_TIMEOUT.  Being non-blocking, NCCL calls on
+ *     it may return ncclInProgress: then wait until ncclCommGetAsyncError
+ *     no longer says ncclInProgress before the next NCCL call (see NCCL's
+ *     "non-blocking communicators").
+ *   - a non-blocking config (blocking = 0): waited for the same way.
+ *   - a blocking config (blocking = 1, or NCCL's default left unset): NCCL
+ *     returns only when its set-up is done, so that part is bounded only
+ *     by NCCL itself, not by DIST_BIND_TIMEOUT. */
 DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);
 
 /* --- errors and diagnostics -------------------------------------------------- */
