@@ -64,8 +64,9 @@ Verdict judge(const std::vector<Row> &rows);
 // How the all-reduce went on one rank.  Fixed size: it is allgathered.
 struct NcclResult {
     int32_t ok;
-    double seconds;  // per timed round
-    char msg[300];   // why not ok
+    int32_t skipped;  // not ok only because another rank could not go on
+    double seconds;   // per timed round
+    char msg[300];    // why not ok
 };
 // Whether this build has the CUDA/NCCL parts (check_nccl.cc).
 bool nccl_built();

@@ -145,6 +145,13 @@ distbind_status create(distbind **out, const char *const *env) noexcept {
 
 }  // namespace
 
+void *db::rt::gpu::take_nccl_comm(distbind_t *db) {
+    if (!db) return nullptr;
+    void *comm = db->comm;
+    db->comm = nullptr;
+    return comm;
+}
+
 extern "C" {
 
 const char *distbind_status_name(distbind_status s) {
