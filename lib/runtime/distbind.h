@@ -20,6 +20,23 @@
  *     seconds; a timeout names the ranks that did not arrive where the
  *     bootstrap can tell.  Once a collective has failed, the exchange is
  *     unusable: later collectives fail at once with the same message.
+ *   - What is bounded by DIST_BIND_TIMEOUT besides the collectives'
+ *     waits: PMIx_Init and PMI2_Init (run on a helper thread), PMIx's
+ *     queries of the job size and the task's place (PMIX_TIMEOUT), and
+ *     resolving MASTER_ADDR (getaddrinfo, on a helper thread).  After a
+ *     PMIx_Init, PMI2_Init or PMI2 collective timed out, its helper thread
+ *     may still be inside that library, which is then refused for the rest
+ *     of the process (DISTBIND_ERR_STATE).  Not bounded by this library:
+ *       - NCCL's own set-up when distbind_nccl_init gets a blocking config;
+ *       - CUDA calls (distbind_set_device's cudaGetDeviceCount,
+ *         cudaSetDevice, ...), which wait for the driver;
+ *       - distbind_destroy: ncclCommDestroy (it waits for the
+ *         communicator's queued work) and PMIx_Finalize when the last
+ *         handle goes; PMI2_Finalize, at process exit;
+ *       - loading libpmix, libpmi2, libcudart and libnccl (dlopen).
+ *   - PMI2 stays connected until the process exits (Slurm's PMI2 cannot be
+ *     initialised again after PMI2_Finalize): a handle made after another
+ *     was destroyed uses the same connection.
  *   - A handle is not thread-safe: use it from one thread at a time.
  *   - The library loads libpmix, Slurm's libpmi2, libcudart and libnccl with
  *     dlopen when they are first needed, so it also loads on nodes that
