@@ -21,14 +21,18 @@ struct Options {
 };
 
 // What one rank tells rank 0.  Fixed size: it travels in an allgather.
+// GPU lists can be long (UUIDs, MIG ids): each rank picks out of its own
+// lists the one entry rank 0 judges, so nothing is judged from a cut list.
 struct Row {
     int32_t rank, world, local_rank, local_world, node_rank, device;
     int32_t slurm_procid, slurm_localid;  // -1 when unset
     int32_t gpu_status, gpu_count, gpu_numa;
+    int32_t visible_count;  // entries in CUDA_VISIBLE_DEVICES, -1 when unset
     char host[64];
     char source[16];
-    char visible[160];  // CUDA_VISIBLE_DEVICES, "\1" when unset
-    char own[64];       // DIST_BIND_GPUS, "\1" when unset
+    char gpu[96];       // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
+    char own[96];       // the first GPU of DIST_BIND_GPUS, "\1" when unset
+    char visible[160];  // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
     char master[128];   // MASTER_ADDR:MASTER_PORT
     char bus[32];
     char cpu_numa[32];
@@ -55,17 +59,21 @@ struct Verdict {
 
 // This rank's row (check_row.cc).
 Row my_row(distbind_t *db);
+// The GPU lists' part of a row: `visible` is CUDA_VISIBLE_DEVICES, `own`
+// DIST_BIND_GPUS (nullptr when unset).
+void set_gpu_lists(Row &r, const char *visible, const char *own);
 // The GPU a rank's device ordinal names, as Slurm names it: entry `device`
 // of its CUDA_VISIBLE_DEVICES ("" when that list is unset or too short).
-std::string slurm_gpu(const Row &r);
+inline std::string slurm_gpu(const Row &r) { return r.gpu; }
 // Rank 0's verdict on the step (check_judge.cc).
 Verdict judge(const std::vector<Row> &rows);
 
 // How the all-reduce went on one rank.  Fixed size: it is allgathered.
 struct NcclResult {
     int32_t ok;
-    double seconds;  // per timed round
-    char msg[300];   // why not ok
+    int32_t skipped;  // not ok only because another rank could not go on
+    double seconds;   // per timed round
+    char msg[300];    // why not ok
 };
 // Whether this build has the CUDA/NCCL parts (check_nccl.cc).
 bool nccl_built();

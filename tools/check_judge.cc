@@ -68,16 +68,16 @@ Verdict judge(const std::vector<Row> &rows) {
     // The mapping, as Slurm names GPUs: works without a GPU driver.
     std::map<std::pair<std::string, std::string>, int> owner;
     for (const Row &r : rows) {
-        if (unset(r.visible)) continue;
+        if (r.visible_count < 0) continue;
         std::string who = "rank " + std::to_string(r.rank) + " (" + r.host + ")";
         std::string g = slurm_gpu(r);
         if (g.empty()) {
-            size_t k = db::split(r.visible, ',').size();
+            int k = r.visible_count;
             v.problem(r.rank, "NO-SUCH-DEVICE", who + ": device " + std::to_string(r.device) + " does not exist: CUDA_VISIBLE_DEVICES=" +
-                                                  r.visible + " has " + std::to_string(k) + " GPU" + (k > 1 ? "s" : ""));
+                                                  r.visible + " has " + std::to_string(k) + " GPU" + (k != 1 ? "s" : ""));
             continue;
         }
-        if (!unset(r.own) && db::split(r.own, ',')[0] != g)
+        if (!unset(r.own) && r.own != g)
             v.problem(r.rank, "NOT-OWN", who + ": device " + std::to_string(r.device) + " is GPU " + g +
                                           " but the GPU Slurm gave it is " + r.own);
         auto key = std::make_pair(std::string(r.host), g);

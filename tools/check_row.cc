@@ -85,8 +85,7 @@ Row my_row(distbind_t *db) {
     gethostname(host, sizeof host - 1);
     put(r.host, sizeof r.host, host);
     put(r.source, sizeof r.source, distbind_source(db));
-    put(r.visible, sizeof r.visible, getenv("CUDA_VISIBLE_DEVICES"));
-    put(r.own, sizeof r.own, getenv("DIST_BIND_GPUS"));
+    set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS"));
     const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
     std::string master = ma || mp ? std::string(ma ? ma : "?") + ":" + (mp ? mp : "?") : "-";
     put(r.master, sizeof r.master, master.c_str());
@@ -107,12 +106,21 @@ Row my_row(distbind_t *db) {
     return r;
 }
 
-// The GPU a rank's device ordinal names, as Slurm names it: entry `device`
-// of its CUDA_VISIBLE_DEVICES ("" when that list is unset or too short).
-std::string slurm_gpu(const Row &r) {
-    if (unset(r.visible) || r.device < 0) return "";
-    std::vector<std::string_view> v = db::split(r.visible, ',');
-    return static_cast<size_t>(r.device) < v.size() ? std::string(v[static_cast<size_t>(r.device)]) : "";
+void set_gpu_lists(Row &r, const char *visible, const char *own) {
+    r.visible_count = -1;
+    r.gpu[0] = '\0';
+    put(r.own, sizeof r.own, own ? std::string(db::split(own, ',')[0]).c_str() : nullptr);
+    if (!visible) {
+        put(r.visible, sizeof r.visible, nullptr);
+        return;
+    }
+    std::vector<std::string_view> v = db::split(visible, ',');
+    r.visible_count = static_cast<int32_t>(v.size());
+    if (r.device >= 0 && static_cast<size_t>(r.device) < v.size())
+        db::copy_out(std::string(v[static_cast<size_t>(r.device)]), r.gpu, sizeof r.gpu);
+    std::string shown = visible;
+    if (shown.size() >= sizeof r.visible) shown = shown.substr(0, sizeof r.visible - 4) + "...";
+    put(r.visible, sizeof r.visible, shown.c_str());
 }
 
 }  // namespace dbcheck

@@ -122,10 +122,13 @@ bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line) {
         const NcclResult &x = all[static_cast<size_t>(r)];
         if (!x.ok) {
             ok = false;
-            v.problems.push_back("NCCL all-reduce failed on rank " + std::to_string(r) + ": " + x.msg);
+            // The ranks that stopped because another could not go on add
+            // nothing: that rank's own line says why.
+            if (!x.skipped) v.problems.push_back("NCCL all-reduce failed on rank " + std::to_string(r) + ": " + x.msg);
         }
         worst = std::max(worst, x.seconds);
     }
+    if (!ok && v.problems.empty()) v.problems.push_back("NCCL all-reduce failed, and no rank said why");
     if (!ok) return true;
     // Bus bandwidth as nccl-tests reports it for all-reduce.
     double algbw = static_cast<double>(o.bytes) / worst / 1e9;

@@ -10,13 +10,38 @@
 
 extern char **environ;
 
+namespace {
+
+// An error message that can be set without throwing: a fixed text is only
+// pointed at, and a built one that cannot be stored (out of memory) falls
+// back to a fixed one.  Moving it never allocates.
+class ErrText {
+  public:
+    void set_fixed(const char *text) noexcept {
+        s_.clear();
+        fixed_ = text;
+    }
+    void set(std::string &&text) noexcept {
+        s_ = std::move(text);
+        fixed_ = nullptr;
+    }
+    void clear() noexcept { set_fixed(""); }
+    const char *c_str() const noexcept { return fixed_ ? fixed_ : s_.c_str(); }
+
+  private:
+    std::string s_;
+    const char *fixed_ = "";
+};
+
+}  // namespace
+
 struct distbind {
     db::rt::Env env;
     db::rt::Params params;
     db::rt::Identity id;
     std::shared_ptr<void> pmix_keep;  // the PMIx client, when discovery used it
     std::unique_ptr<db::rt::Exchange> ex;
-    std::string err;
+    ErrText err;
     bool device_set = false;
     std::string bus_id;
     void *comm = nullptr;
@@ -26,7 +51,7 @@ struct distbind {
 
 namespace {
 
-thread_local std::string t_err;
+thread_local ErrText t_err;
 
 using db::rt::Failure;
 using db::rt::fail;
@@ -37,32 +62,32 @@ std::string format(const distbind *h, const std::string &msg) {
 }
 
 template <typename F>
-distbind_status guarded(const distbind *h, std::string &err, F &&f) noexcept {
-    distbind_status st;
-    std::string msg;
+distbind_status guarded(const distbind *h, ErrText &err, F &&f) noexcept {
+    distbind_status st = DISTBIND_ERR_INTERNAL;
+    // Building the message allocates, and may throw inside a handler: the
+    // outer try catches that, and the status found so far stands.
     try {
-        f();
-        return DISTBIND_OK;
-    } catch (const Failure &e) {
-        st = e.status;
-        msg = e.what();
-    } catch (const db::Error &e) {
-        st = DISTBIND_ERR_ENV;
-        msg = e.what();
-    } catch (const std::bad_alloc &) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = "out of memory";
-    } catch (const std::exception &e) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = std::string("internal error: ") + e.what();
+        try {
+            f();
+            return DISTBIND_OK;
+        } catch (const Failure &e) {
+            st = e.status;
+            err.set(format(h, e.what()));
+        } catch (const db::Error &e) {
+            st = DISTBIND_ERR_ENV;
+            err.set(format(h, e.what()));
+        } catch (const std::bad_alloc &) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set_fixed("dist-bind: out of memory");
+        } catch (const std::exception &e) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set(format(h, std::string("internal error: ") + e.what()));
+        } catch (...) {
+            st = DISTBIND_ERR_INTERNAL;
+            err.set_fixed("dist-bind: internal error");
+        }
     } catch (...) {
-        st = DISTBIND_ERR_INTERNAL;
-        msg = "internal error";
-    }
-    try {
-        err = format(h, msg);
-    } catch (...) {
-        st = DISTBIND_ERR_INTERNAL;
+        err.set_fixed("dist-bind: out of memory (while reporting an error)");
     }
     return st;
 }
@@ -71,10 +96,25 @@ distbind_status guarded(const distbind *h, std::string &err, F &&f) noexcept {
 template <typename F>
 distbind_status on(distbind *h, F &&f) noexcept {
     if (!h) {
-        t_err = "dist-bind: NULL handle";
+        t_err.set_fixed("dist-bind: NULL handle");
         return DISTBIND_ERR_ARG;
     }
     return guarded(h, h->err, std::forward<F>(f));
+}
+
+// What one collective may carry.  The message names the numbers, so the
+// caller sees what to split.
+void check_size(const char *fn, size_t len, int world, bool per_rank) {
+    constexpr size_t kMax = DISTBIND_MAX_EXCHANGE_BYTES;
+    size_t w = static_cast<size_t>(world);
+    if (per_rank ? len <= kMax / w : len <= kMax) return;
+    std::string limit = "the limit of " + std::to_string(kMax) + " bytes (1 GiB) one collective can carry";
+    if (!per_rank)
+        fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " is above " + limit + " (world size " +
+                                   std::to_string(world) + "): send it in parts");
+    std::string total = len <= kMax ? " = " + std::to_string(len * w) + " bytes" : "";
+    fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " bytes per rank x world size " +
+                               std::to_string(world) + total + " is above " + limit + ": send it in parts");
 }
 
 db::rt::Exchange &exchange(distbind *h) {
@@ -85,7 +125,7 @@ db::rt::Exchange &exchange(distbind *h) {
 void create_into(distbind **out, const char *const *env) {
     auto h = std::make_unique<distbind>(env);
     h->params = db::rt::read_params(h->env);
-    h->id = db::rt::discover(h->env, h->pmix_keep);
+    h->id = db::rt::discover(h->env, h->pmix_keep, h->params.timeout_s);
     db::rt::debug_enable(h->params.debug, h->id.rank);
     db::rt::debugf("place from %s: rank %d of %d, local rank %d of %d, node %d, device %d (from %s), host %s",
                    db::rt::source_name(h->id.source), h->id.rank, h->id.world, h->id.local_rank, h->id.local_world,
@@ -95,7 +135,7 @@ void create_into(distbind **out, const char *const *env) {
 
 distbind_status create(distbind **out, const char *const *env) noexcept {
     if (!out) {
-        t_err = "dist-bind: distbind_create: out is NULL";
+        t_err.set_fixed("dist-bind: distbind_create: out is NULL");
         return DISTBIND_ERR_ARG;
     }
     *out = nullptr;
@@ -104,6 +144,13 @@ distbind_status create(distbind **out, const char *const *env) noexcept {
 }
 
 }  // namespace
+
+void *db::rt::gpu::take_nccl_comm(distbind_t *db) {
+    if (!db) return nullptr;
+    void *comm = db->comm;
+    db->comm = nullptr;
+    return comm;
+}
 
 extern "C" {
 
@@ -131,7 +178,7 @@ distbind_status distbind_create(distbind_t **out) { return create(out, environ);
 
 distbind_status distbind_create_env(distbind_t **out, const char *const *env) {
     if (!env) {
-        t_err = "dist-bind: distbind_create_env: env is NULL";
+        t_err.set_fixed("dist-bind: distbind_create_env: env is NULL");
         if (out) *out = nullptr;
         return DISTBIND_ERR_ARG;
     }
@@ -176,7 +223,11 @@ distbind_status distbind_connect(distbind_t *db) {
         std::string how = p.bootstrap;
         if (how == "auto") {
             // A PMI server that Slurm started is there for this step; TCP
-            // needs only rank 0 to be reachable.
+            // needs only rank 0 to be reachable.  The next one is tried only
+            // when a backend is UNAVAILABLE, which the backends report only
+            // before their first collective (library, init, job size): once
+            // the ranks have begun one together, a failure there is PEER,
+            // SYSTEM or TIMEOUT, so ranks never end up split between them.
             if (db::rt::pmix_has_server(db->env)) {
                 try {
                     db->ex = db::rt::make_pmix(c);
@@ -216,7 +267,7 @@ distbind_status distbind_init(distbind_t **out) {
     if (st != DISTBIND_OK) return st;
     st = distbind_connect(*out);
     if (st != DISTBIND_OK) {
-        t_err = (*out)->err;
+        t_err = std::move((*out)->err);
         distbind_destroy(*out);
         *out = nullptr;
     }
@@ -249,6 +300,7 @@ distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int ro
         if (root < 0 || root >= db->id.world)
             fail(DISTBIND_ERR_ARG, "distbind_broadcast: root " + std::to_string(root) + " is not a rank (0.." +
                                        std::to_string(db->id.world - 1) + ")");
+        check_size("distbind_broadcast", len, db->id.world, false);
         exchange(db).broadcast(buf, len, root);
     });
 }
@@ -256,9 +308,7 @@ distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int ro
 distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv) {
     return on(db, [&] {
         if ((!send || !recv) && len) fail(DISTBIND_ERR_ARG, "distbind_allgather: send or recv is NULL");
-        if (len > (size_t{1} << 30) / static_cast<size_t>(db->id.world))
-            fail(DISTBIND_ERR_ARG, "distbind_allgather: " + std::to_string(len) + " bytes per rank is too much for " +
-                                       std::to_string(db->id.world) + " ranks (1 GiB in all at most)");
+        check_size("distbind_allgather", len, db->id.world, true);
         exchange(db).allgather(send, len, recv);
     });
 }

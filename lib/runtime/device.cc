@@ -85,6 +85,7 @@ const Cudart *cudart(std::string &why) {
              sym(dl, api.Free, "cudaFree", reason) && sym(dl, api.Memcpy, "cudaMemcpy", reason) &&
              sym(dl, api.StreamCreate, "cudaStreamCreate", reason) &&
              sym(dl, api.StreamSynchronize, "cudaStreamSynchronize", reason) &&
+             sym(dl, api.StreamQuery, "cudaStreamQuery", reason) &&
              sym(dl, api.StreamDestroy, "cudaStreamDestroy", reason) &&
              sym(dl, api.DeviceSynchronize, "cudaDeviceSynchronize", reason);
         if (!ok) reason = "libcudart " + reason;

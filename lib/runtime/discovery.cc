@@ -138,7 +138,7 @@ bool discover_from_env(const Env &env, Identity &id) {
     return true;
 }
 
-Identity discover(const Env &env, std::shared_ptr<void> &keep) {
+Identity discover(const Env &env, std::shared_ptr<void> &keep, double timeout_s) {
     Identity id;
     if (!discover_from_env(env, id)) {
         if (!pmix_has_server(env))
@@ -146,7 +146,7 @@ Identity discover(const Env &env, std::shared_ptr<void> &keep) {
                  "cannot tell this task's rank: none of RANK (set by srun --dist-bind or torchrun), SLURM_PROCID "
                  "(set by srun) or PMIX_NAMESPACE (set by a PMIx launcher) is set; start the program with "
                  "srun --dist-bind");
-        PmixPlace p = pmix_place(keep);
+        PmixPlace p = pmix_place(keep, timeout_s);
         id.source = Source::Pmix;
         id.rank = p.rank;
         id.world = p.world;

@@ -20,6 +20,23 @@
  *     seconds; a timeout names the ranks that did not arrive where the
  *     bootstrap can tell.  Once a collective has failed, the exchange is
  *     unusable: later collectives fail at once with the same message.
+ *   - What is bounded by DIST_BIND_TIMEOUT besides the collectives'
+ *     waits: PMIx_Init and PMI2_Init (run on a helper thread), PMIx's
+ *     queries of the job size and the task's place (PMIX_TIMEOUT), and
+ *     resolving MASTER_ADDR (getaddrinfo, on a helper thread).  After a
+ *     PMIx_Init, PMI2_Init or PMI2 collective timed out, its helper thread
+ *     may still be inside that library, which is then refused for the rest
+ *     of the process (DISTBIND_ERR_STATE).  Not bounded by this library:
+ *       - NCCL's own set-up when distbind_nccl_init gets a blocking config;
+ *       - CUDA calls (distbind_set_device's cudaGetDeviceCount,
+ *         cudaSetDevice, ...), which wait for the driver;
+ *       - distbind_destroy: ncclCommDestroy (it waits for the
+ *         communicator's queued work) and PMIx_Finalize when the last
+ *         handle goes; PMI2_Finalize, at process exit;
+ *       - loading libpmix, libpmi2, libcudart and libnccl (dlopen).
+ *   - PMI2 stays connected until the process exits (Slurm's PMI2 cannot be
+ *     initialised again after PMI2_Finalize): a handle made after another
+ *     was destroyed uses the same connection.
  *   - A handle is not thread-safe: use it from one thread at a time.
  *   - The library loads libpmix, Slurm's libpmi2, libcudart and libnccl with
  *     dlopen when they are first needed, so it also loads on nodes that
@@ -140,12 +157,19 @@ DISTBIND_API const char *distbind_bootstrap(const distbind_t *db);
 
 /* --- exchange (all COLLECTIVE, after distbind_connect) -------------------- */
 
+/* The most bytes one collective carries: len for a broadcast, world_size *
+ * len for an allgather (1 GiB).  More is DISTBIND_ERR_ARG, refused before
+ * anything is sent, so the exchange stays usable. */
+#define DISTBIND_MAX_EXCHANGE_BYTES ((size_t)1 << 30)
+
 /* Copy `len` bytes from rank `root`'s buf into every rank's buf.  Every
- * rank must pass the same len and root. */
+ * rank must pass the same len and root; len is at most
+ * DISTBIND_MAX_EXCHANGE_BYTES. */
 DISTBIND_API distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root);
 
 /* Every rank contributes `len` bytes; recv (world_size * len bytes) gets
- * rank r's bytes at offset r * len.  Every rank must pass the same len. */
+ * rank r's bytes at offset r * len.  Every rank must pass the same len;
+ * world_size * len is at most DISTBIND_MAX_EXCHANGE_BYTES. */
 DISTBIND_API distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv);
 
 /* Return once every rank has entered the barrier. */
@@ -172,10 +196,22 @@ struct ncclComm;
  * all ranks of the step: rank 0 makes the unique id, or, when the world is
  * larger than DIST_BIND_NCCL_RANKS_PER_ROOT, one rank per block makes one
  * id each (ncclCommInitRankScalable); the ids travel over the exchange.
- * `config` is an ncclConfig_t * passed to NCCL, or NULL for NCCL's
- * defaults; a non-blocking config is waited for (at most
- * DIST_BIND_TIMEOUT).  *comm is an ncclComm_t owned by the handle:
- * distbind_destroy destroys it, do not destroy it yourself. */
+ * *comm is an ncclComm_t owned by the handle: distbind_destroy destroys
+ * it, do not destroy it yourself.
+ *
+ * `config` is an ncclConfig_t * (made with NCCL_CONFIG_INITIALIZER from
+ * your nccl.h), passed to NCCL as it is, or NULL.
+ *   - NULL: NCCL's defaults, except that the communicator is non-blocking
+ *     (config.blocking = 0), so that NCCL's own set-up is waited for at
+ *     most DIST_BIND_TIMEOUT; past it the communicator is aborted and the
+ *     call returns DISTBIND_ERR_TIMEOUT.  Being non-blocking, NCCL calls on
+ *     it may return ncclInProgress: then wait until ncclCommGetAsyncError
+ *     no longer says ncclInProgress before the next NCCL call (see NCCL's
+ *     "non-blocking communicators").
+ *   - a non-blocking config (blocking = 0): waited for the same way.
+ *   - a blocking config (blocking = 1, or NCCL's default left unset): NCCL
+ *     returns only when its set-up is done, so that part is bounded only
+ *     by NCCL itself, not by DIST_BIND_TIMEOUT. */
 DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);
 
 /* --- errors and diagnostics -------------------------------------------------- */

@@ -30,6 +30,7 @@ struct Cudart {
     decltype(&cudaMemcpy) Memcpy;
     decltype(&cudaStreamCreate) StreamCreate;
     decltype(&cudaStreamSynchronize) StreamSynchronize;
+    decltype(&cudaStreamQuery) StreamQuery;
     decltype(&cudaStreamDestroy) StreamDestroy;
     decltype(&cudaDeviceSynchronize) DeviceSynchronize;
     // "cudaErrorNoDevice: no CUDA-capable device is detected"
@@ -86,6 +87,10 @@ int pci_numa_node(const std::string &bus_id);
 // NCCL bring-up over the exchange; returns an ncclComm_t (as void *).
 void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *config);
 void nccl_destroy(void *comm);
+// The handle's communicator, which the handle forgets (capi.cc): for
+// dist-bind-check, which aborts one that does not finish its work, after
+// which distbind_destroy must not destroy it again.  nullptr when none.
+void *take_nccl_comm(distbind_t *db);
 
 // The ranks that make the unique ids: the first rank of each root's block.
 std::vector<int> nccl_roots(int world, int ranks_per_root);

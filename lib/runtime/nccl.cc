@@ -6,6 +6,7 @@
 // Each id travels with its maker's status, so a root that cannot make one
 // fails every rank with its message instead of leaving them waiting.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -86,26 +87,39 @@ void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *c
     std::vector<ncclUniqueId> ids(roots.size());
     for (size_t i = 0; i < roots.size(); i++) std::memcpy(&ids[i], all[static_cast<size_t>(roots[i])].id, sizeof(ncclUniqueId));
 
-    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-    if (config) cfg = *static_cast<const ncclConfig_t *>(config);
+    // The caller's config goes to NCCL as it is: it was built with the
+    // caller's nccl.h, whose ncclConfig_t may be larger or smaller than
+    // ours (NCCL reads its size field), so it is never copied at our size.
+    // NCCL does not write to it.  Without one: NCCL's defaults, but
+    // non-blocking, so the set-up below is waited for with the timeout.
+    ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
+    defaults.blocking = 0;
+    ncclConfig_t *cfg = config ? static_cast<ncclConfig_t *>(const_cast<void *>(config)) : &defaults;
     ncclComm_t comm = nullptr;
     debugf("nccl: %s with %zu root(s) for %d ranks", scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig",
            roots.size(), id.world);
-    ncclResult_t r = scalable ? nc->CommInitRankScalable(&comm, id.world, id.rank, static_cast<int>(ids.size()), ids.data(), &cfg)
-                              : nc->CommInitRankConfig(&comm, id.world, ids[0], id.rank, &cfg);
-    // A non-blocking config returns at once; wait for it, boundedly.
     Deadline d = Deadline::in(p.timeout_s);
-    while (r == ncclInProgress && comm) {
+    ncclResult_t r = scalable ? nc->CommInitRankScalable(&comm, id.world, id.rank, static_cast<int>(ids.size()), ids.data(), cfg)
+                              : nc->CommInitRankConfig(&comm, id.world, ids[0], id.rank, cfg);
+    // Non-blocking: the call returns at once and NCCL connects the ranks in
+    // the background; wait for it until the deadline.  (A blocking config
+    // of the caller's returns only when NCCL is done: that wait is NCCL's.)
+    if (r == ncclInProgress && !comm) r = ncclInternalError;
+    while (r == ncclInProgress) {
         ncclResult_t state = ncclInProgress;
-        nc->CommGetAsyncError(comm, &state);
-        if (state != ncclInProgress) {
-            r = state;
+        ncclResult_t q = nc->CommGetAsyncError(comm, &state);
+        if (q != ncclSuccess || state != ncclInProgress) {
+            r = q != ncclSuccess ? q : state;
             break;
         }
         if (d.passed()) {
             nc->CommAbort(comm);
-            fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + std::to_string(p.timeout_s) +
-                                           " s (rank " + std::to_string(id.rank) + ")");
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g s", p.timeout_s);
+            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + buf +
+                                           " on rank " + std::to_string(id.rank) +
+                                           ", so it was aborted: another rank's NCCL failed or is stuck "
+                                           "(NCCL_DEBUG=WARN says why)");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,8 +20,6 @@ namespace {
 // "DBX1": a peer that does not start with it is not a dist-bind rank.
 constexpr uint32_t kMagic = 0x31584244;
 constexpr size_t kHeader = 16;
-// No message of the bootstrap comes near this; more means garbage.
-constexpr uint32_t kMaxBody = 1u << 30;
 
 void put_le(uint8_t *p, uint64_t v, int n) {
     for (int i = 0; i < n; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -235,14 +234,15 @@ IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body,
     return r;
 }
 
-IoResult recv_msg(int fd, Message &m, const Deadline &d) {
+IoResult recv_msg(int fd, Message &m, const Deadline &d, size_t max_body) {
     uint8_t h[kHeader];
     IoResult r = read_all(fd, h, kHeader, d);
     if (!r.ok()) return r;
     if (get_le(h, 4) != kMagic) return {Io::Garbage, 0};
     uint64_t type = get_le(h + 4, 2);
     uint64_t len = get_le(h + 12, 4);
-    if (type < static_cast<uint16_t>(Msg::Hello) || type > static_cast<uint16_t>(Msg::Missing) || len > kMaxBody)
+    if (type < static_cast<uint16_t>(Msg::Hello) || type > static_cast<uint16_t>(Msg::Missing) ||
+        len > std::min(max_body, kMaxBody))
         return {Io::Garbage, 0};
     m.type = static_cast<Msg>(type);
     m.op = static_cast<uint16_t>(get_le(h + 6, 2));

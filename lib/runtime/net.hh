@@ -66,8 +66,19 @@ struct Message {
     std::vector<uint8_t> body;
 };
 
+// The largest body of any message (a collective's whole payload plus its
+// framing).
+constexpr size_t kMaxBody = (size_t{1} << 30) + 64;
+// What a connection that has not yet proved it is a rank of this step may
+// send: a registration (Hello) is a few hundred bytes, an answer from
+// rank 0 (Welcome, Reject) carries one message.
+constexpr size_t kMaxHello = 4096;
+constexpr size_t kMaxReply = 65536;
+
 IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body, size_t len, const Deadline &d);
-IoResult recv_msg(int fd, Message &m, const Deadline &d);
+// A body longer than max_body is refused (Io::Garbage) before anything is
+// allocated for it.
+IoResult recv_msg(int fd, Message &m, const Deadline &d, size_t max_body = kMaxBody);
 
 // Without consuming anything: the type of the message waiting on fd, or
 // 0 when none is there yet, or -1 when the peer has closed.

@@ -3,18 +3,22 @@
 //
 // PMI2's key-value store holds short strings, so bytes travel as URL-safe
 // base64 (PMI2's wire format reserves ';' and '='), cut into chunks.
-// PMI2 calls block with no timeout of their own: each collective runs on a
-// helper thread and the caller waits for it with DIST_BIND_TIMEOUT.  PMI2
-// cannot say who is missing from a fence, so a timeout says so and points
-// to the bootstraps that can.
+// PMI2 calls block with no timeout of their own: PMI2_Init and each
+// collective's calls run on a helper thread that the caller waits for, one
+// DIST_BIND_TIMEOUT per collective.  After a timeout that thread may still
+// be inside PMI2, which serves one thread at a time, so PMI2 is not used
+// again in the process.  PMI2 cannot say who is missing from a fence, so a
+// timeout says so and points to the bootstraps that can.
 #include <dlfcn.h>
 
-#include <condition_variable>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
-#include <thread>
+#include <optional>
 
+#include "bounded.hh"
 #include "rt.hh"
 
 #ifdef DB_HAVE_PMI2
@@ -81,16 +85,19 @@ constexpr size_t kChunk = 600;
 struct Session {
     void *dl = nullptr;
     decltype(&PMI2_Init) init = nullptr;
-    decltype(&PMI2_Finalize) finalize = nullptr;
+    decltype(&PMI2_Finalize) finalize = nullptr;  // set once PMI2_Init succeeded
     decltype(&PMI2_Job_GetId) job_id = nullptr;
     decltype(&PMI2_KVS_Put) put = nullptr;
     decltype(&PMI2_KVS_Fence) fence = nullptr;
     decltype(&PMI2_KVS_Get) get = nullptr;
     int rank = -1, size = 0;
     char job[256] = "";
-    bool wedged = false;
+    // A helper thread may still be inside PMI2 (a call timed out).  PMI2
+    // cannot be used from two threads at once, so nothing may call it again.
+    std::atomic<bool> wedged{false};
+    std::string unusable;  // why it cannot serve, though connected (under g_mu)
     // Collective numbers are the process's, so keys of two handles never collide.
-    uint32_t seq = 0;  // a helper thread may still be inside PMI2
+    uint32_t seq = 0;
     ~Session() {
         if (finalize && !wedged) finalize();
     }
@@ -103,41 +110,75 @@ void sym(void *dl, T &out, const char *name) {
 }
 
 std::mutex g_mu;
-std::weak_ptr<Session> g_session;
+// Kept for the life of the process (finalised at exit): Slurm's PMI2_Finalize
+// closes PMI_FD, after which PMI2_Init cannot connect again, so a handle
+// made after another was destroyed reuses the first connection.
+std::shared_ptr<Session> g_session;
+
+const char kWedged[] =
+    "PMI2 is unusable in this process: an earlier PMI2 call did not return within DIST_BIND_TIMEOUT and is "
+    "still running on a helper thread, and PMI2 cannot serve two threads at once; start a new process, or "
+    "use DIST_BIND_BOOTSTRAP=tcp";
 
 // One PMI2 client per process, shared by its handles.
-std::shared_ptr<Session> open_session() {
+std::shared_ptr<Session> open_session(double timeout_s) {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (auto s = g_session.lock()) return s;
+    if (g_session) {
+        if (g_session->wedged) fail(DISTBIND_ERR_STATE, kWedged);
+        if (!g_session->unusable.empty()) fail(DISTBIND_ERR_UNAVAILABLE, g_session->unusable);
+        return g_session;
+    }
     auto s = std::make_shared<Session>();
     s->dl = dlopen("libpmi2.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!s->dl) s->dl = dlopen("libpmi2.so", RTLD_NOW | RTLD_LOCAL);
     if (!s->dl)
         fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load Slurm's libpmi2 (install libpmi2-0 or use "
                                                    "DIST_BIND_BOOTSTRAP=tcp): ") + dlerror());
+    decltype(&PMI2_Finalize) finalize = nullptr;
     sym(s->dl, s->init, "PMI2_Init");
-    sym(s->dl, s->finalize, "PMI2_Finalize");
+    sym(s->dl, finalize, "PMI2_Finalize");
     sym(s->dl, s->job_id, "PMI2_Job_GetId");
     sym(s->dl, s->put, "PMI2_KVS_Put");
     sym(s->dl, s->fence, "PMI2_KVS_Fence");
     sym(s->dl, s->get, "PMI2_KVS_Get");
-    int spawned = 0, appnum = 0;
-    int rc = s->init(&spawned, &s->size, &s->rank, &appnum);
-    if (rc != PMI2_SUCCESS) {
-        s->finalize = nullptr;
-        fail(DISTBIND_ERR_UNAVAILABLE, "PMI2_Init failed with code " + std::to_string(rc) +
-                                           " (is this task started by srun --mpi=pmi2?)");
+    // PMI2_Init talks to the step's server with no timeout of its own.
+    struct Started {
+        int init_rc, job_rc;
+    };
+    std::optional<Started> r = run_bounded<Started>(
+        [s] {
+            int spawned = 0, appnum = 0;
+            Started out{s->init(&spawned, &s->size, &s->rank, &appnum), PMI2_FAIL};
+            if (out.init_rc == PMI2_SUCCESS) out.job_rc = s->job_id(s->job, sizeof s->job);
+            return out;
+        },
+        Deadline::in(timeout_s));
+    if (!r) {
+        s->wedged = true;
+        g_session = s;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g s", timeout_s);
+        fail(DISTBIND_ERR_TIMEOUT, std::string("PMI2_Init did not return within ") + buf +
+                                       ": the step's PMI2 server (slurmstepd) does not answer");
     }
-    rc = s->job_id(s->job, sizeof s->job);
-    if (rc != PMI2_SUCCESS) fail(DISTBIND_ERR_UNAVAILABLE, "PMI2_Job_GetId failed with code " + std::to_string(rc));
-    debugf("pmi2: connected as rank %d of %d in %s", s->rank, s->size, s->job);
+    if (r->init_rc != PMI2_SUCCESS)
+        fail(DISTBIND_ERR_UNAVAILABLE, "PMI2_Init failed with code " + std::to_string(r->init_rc) +
+                                           " (is this task started by srun --mpi=pmi2?)");
+    s->finalize = finalize;
     g_session = s;
+    if (r->job_rc != PMI2_SUCCESS) {
+        // Connected but unusable: keep the connection (a second PMI2_Init
+        // could not make one) and tell every later handle too.
+        s->unusable = "PMI2_Job_GetId failed with code " + std::to_string(r->job_rc);
+        fail(DISTBIND_ERR_UNAVAILABLE, s->unusable);
+    }
+    debugf("pmi2: connected as rank %d of %d in %s", s->rank, s->size, s->job);
     return s;
 }
 
 class Pmi2Exchange final : public Exchange {
   public:
-    explicit Pmi2Exchange(const ExchangeConfig &c) : c_(c), s_(open_session()) {
+    explicit Pmi2Exchange(const ExchangeConfig &c) : c_(c), s_(open_session(c.timeout_s)) {
         if (s_->rank != c.rank || s_->size != c.world)
             fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
                                        " by its variables, but PMI2 says rank " + std::to_string(s_->rank) + " of " +
@@ -199,6 +240,7 @@ class Pmi2Exchange final : public Exchange {
     ExchangeConfig c_;
     std::shared_ptr<Session> s_;
     uint32_t seq_ = 0;  // this collective's number (from the session)
+    Deadline deadline_{};  // this collective's: every run() of it shares it
     std::string broken_;
 
     static Bytes copy(const void *p, size_t n) {
@@ -208,7 +250,10 @@ class Pmi2Exchange final : public Exchange {
 
     std::string begin(const char *kind) {
         if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+        // Another handle's collective timed out: its helper is still inside PMI2.
+        if (s_->wedged) fail(DISTBIND_ERR_STATE, kWedged);
         seq_ = ++s_->seq;
+        deadline_ = Deadline::in(c_.timeout_s);
         return std::string(kind) + " #" + std::to_string(seq_);
     }
 
@@ -233,7 +278,8 @@ class Pmi2Exchange final : public Exchange {
             std::string v = (i == 0 ? std::to_string(len) + "," : std::string()) + b64_encode_bytes(b.data() + off, n);
             int rc = x.s->put(key(x.seq, x.rank, i).c_str(), v.c_str());
             if (rc != PMI2_SUCCESS)
-                return {DISTBIND_ERR_UNAVAILABLE, "PMI2_KVS_Put failed with code " + std::to_string(rc)};
+                // SYSTEM: UNAVAILABLE would let auto mode try TCP (see capi.cc).
+                return {DISTBIND_ERR_SYSTEM, "PMI2_KVS_Put failed with code " + std::to_string(rc)};
         }
         return {};
     }
@@ -270,32 +316,33 @@ class Pmi2Exchange final : public Exchange {
     }
 
     // Run `work` (and then a fence, if asked) on a helper thread, waiting
-    // at most DIST_BIND_TIMEOUT.
+    // until this collective's deadline (set by begin()).
     void run(const std::string &what, std::function<Result()> work, bool then_fence) {
-        struct State {
-            std::mutex mu;
-            std::condition_variable cv;
-            bool done = false;
-            Result res;
-        };
-        auto st = std::make_shared<State>();
         auto s = s_;
-        std::thread([st, s, work, then_fence, what] {
-            Result res = work();
-            if (res.st == DISTBIND_OK && then_fence) {
-                int rc = s->fence();
-                if (rc != PMI2_SUCCESS)
-                    res = {DISTBIND_ERR_PEER, what + " failed: the PMI2 fence failed with code " + std::to_string(rc) +
-                                                  " (a rank exited or the step is being torn down)"};
-            }
-            std::lock_guard<std::mutex> lock(st->mu);
-            st->done = true;
-            st->res = res;
-            st->cv.notify_all();
-        }).detach();
-        std::unique_lock<std::mutex> lock(st->mu);
-        auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
-        if (!st->cv.wait_until(lock, until, [&] { return st->done; })) {
+        std::optional<Result> res;
+        try {
+            res = run_bounded<Result>(
+                [s, work, then_fence, what] {
+                    Result r = work();
+                    if (r.st == DISTBIND_OK && then_fence) {
+                        int rc = s->fence();
+                        if (rc != PMI2_SUCCESS)
+                            r = {DISTBIND_ERR_PEER, what + " failed: the PMI2 fence failed with code " +
+                                                        std::to_string(rc) +
+                                                        " (a rank exited or the step is being torn down)"};
+                    }
+                    return r;
+                },
+                deadline_);
+        } catch (const Failure &f) {
+            broken_ = f.what();
+            throw;
+        } catch (const std::exception &e) {
+            // What the helper thread threw (out of memory, most likely).
+            broken_ = what + " failed: " + e.what();
+            fail(DISTBIND_ERR_INTERNAL, broken_);
+        }
+        if (!res) {
             s_->wedged = true;
             char buf[32];
             std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
@@ -304,9 +351,9 @@ class Pmi2Exchange final : public Exchange {
                       "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix name them)";
             fail(DISTBIND_ERR_TIMEOUT, broken_);
         }
-        if (st->res.st != DISTBIND_OK) {
-            broken_ = st->res.msg;
-            fail(st->res.st, st->res.msg);
+        if (res->st != DISTBIND_OK) {
+            broken_ = res->msg;
+            fail(res->st, res->msg);
         }
     }
 };

@@ -3,16 +3,23 @@
 // commit, fence, get).  libpmix is loaded with dlopen on first use, so the
 // library runs where PMIx is not installed; pmix.h is only needed to build.
 //
-// Fences are started non-blocking and waited for with our own deadline.
-// On timeout every rank's key for that collective is asked for directly
-// (PMIx's direct modex): a rank that reached the collective has put it, so
-// the ranks whose key cannot be had are the ones that never arrived.
+// Fences are started non-blocking and waited for with our own deadline;
+// PMIx_Init runs on a helper thread waited for the same way, and every
+// PMIx_Get is either local (PMIX_OPTIONAL, after a collecting fence) or
+// bounded (PMIX_TIMEOUT).  On timeout every rank's key for that collective
+// is asked for directly (PMIx's direct modex): a rank that reached the
+// collective has put it, so the ranks whose key cannot be had are the ones
+// that never arrived.
 #include <dlfcn.h>
 
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
+#include "bounded.hh"
 #include "rt.hh"
 
 #ifdef DB_HAVE_PMIX
@@ -25,7 +32,7 @@ bool pmix_has_server(const Env &env) { return env.get("PMIX_NAMESPACE") && env.g
 
 #ifndef DB_HAVE_PMIX
 
-PmixPlace pmix_place(std::shared_ptr<void> &) {
+PmixPlace pmix_place(std::shared_ptr<void> &, double) {
     fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without PMIx support (pmix.h was not found)");
 }
 std::unique_ptr<Exchange> make_pmix(const ExchangeConfig &) {
@@ -41,7 +48,7 @@ namespace {
 struct Session {
     void *dl = nullptr;
     decltype(&PMIx_Init) init = nullptr;
-    decltype(&PMIx_Finalize) finalize = nullptr;
+    decltype(&PMIx_Finalize) finalize = nullptr;  // set once PMIx_Init succeeded
     decltype(&PMIx_Get) get = nullptr;
     decltype(&PMIx_Get_nb) get_nb = nullptr;
     decltype(&PMIx_Put) put = nullptr;
@@ -64,6 +71,8 @@ struct Session {
 
 std::mutex g_mu;
 std::weak_ptr<Session> g_session;
+// PMIx_Init did not return in time: a helper thread may still be inside it.
+bool g_init_stuck = false;
 
 template <typename T>
 void sym(void *dl, T &out, const char *name) {
@@ -71,9 +80,13 @@ void sym(void *dl, T &out, const char *name) {
     if (!out) fail(DISTBIND_ERR_UNAVAILABLE, std::string("libpmix has no ") + name);
 }
 
-std::shared_ptr<Session> session() {
+std::shared_ptr<Session> session(double timeout_s) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (auto s = g_session.lock()) return s;
+    if (g_init_stuck)
+        fail(DISTBIND_ERR_STATE, "PMIx is unusable in this process: an earlier PMIx_Init did not return within "
+                                 "DIST_BIND_TIMEOUT and may still be running; start a new process, or use "
+                                 "DIST_BIND_BOOTSTRAP=tcp");
     auto s = std::make_shared<Session>();
     // GLOBAL: PMIx's own plugins resolve symbols from libpmix.
     s->dl = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
@@ -81,8 +94,9 @@ std::shared_ptr<Session> session() {
     if (!s->dl)
         fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load libpmix (install libpmix2 or use "
                                                    "DIST_BIND_BOOTSTRAP=tcp): ") + dlerror());
+    decltype(&PMIx_Finalize) finalize = nullptr;
     sym(s->dl, s->init, "PMIx_Init");
-    sym(s->dl, s->finalize, "PMIx_Finalize");
+    sym(s->dl, finalize, "PMIx_Finalize");
     sym(s->dl, s->get, "PMIx_Get");
     sym(s->dl, s->get_nb, "PMIx_Get_nb");
     sym(s->dl, s->put, "PMIx_Put");
@@ -90,12 +104,20 @@ std::shared_ptr<Session> session() {
     sym(s->dl, s->fence_nb, "PMIx_Fence_nb");
     sym(s->dl, s->error_string, "PMIx_Error_string");
     sym(s->dl, s->value_destruct, "PMIx_Value_destruct");
-    pmix_status_t rc = s->init(&s->me, nullptr, 0);
-    if (rc != PMIX_SUCCESS) {
-        s->finalize = nullptr;
-        fail(DISTBIND_ERR_UNAVAILABLE, "PMIx_Init failed: " + s->err(rc) +
-                                           " (is this task started by srun --mpi=pmix?)");
+    // PMIx_Init talks to the local server with no timeout of its own.
+    std::optional<pmix_status_t> rc = run_bounded<pmix_status_t>([s] { return s->init(&s->me, nullptr, 0); },
+                                                                 Deadline::in(timeout_s));
+    if (!rc) {
+        g_init_stuck = true;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g s", timeout_s);
+        fail(DISTBIND_ERR_TIMEOUT, std::string("PMIx_Init did not return within ") + buf +
+                                       ": the step's PMIx server (slurmstepd) does not answer");
     }
+    if (*rc != PMIX_SUCCESS)
+        fail(DISTBIND_ERR_UNAVAILABLE, "PMIx_Init failed: " + s->err(*rc) +
+                                           " (is this task started by srun --mpi=pmix?)");
+    s->finalize = finalize;
     debugf("pmix: connected as %s rank %u", s->me.nspace, s->me.rank);
     g_session = s;
     return s;
@@ -114,11 +136,17 @@ pmix_proc_t proc_of(const Session &s, uint32_t rank) {
 }
 
 // An unsigned value of a job or process key, whatever integer type the
-// server chose.
-uint64_t get_uint(Session &s, uint32_t rank, const char *key) {
+// server chose.  Usually in PMIx's local copy; if the client has to ask the
+// server, PMIX_TIMEOUT bounds the wait.
+uint64_t get_uint(Session &s, uint32_t rank, const char *key, double timeout_s) {
     pmix_proc_t p = proc_of(s, rank);
     pmix_value_t *v = nullptr;
-    pmix_status_t rc = s.get(&p, key, nullptr, 0, &v);
+    pmix_info_t info[1];
+    std::memset(info, 0, sizeof info);
+    load_key(info[0].key, PMIX_TIMEOUT);
+    info[0].value.type = PMIX_INT;
+    info[0].value.data.integer = static_cast<int>(std::ceil(timeout_s));
+    pmix_status_t rc = s.get(&p, key, info, 1, &v);
     if (rc != PMIX_SUCCESS || !v)
         fail(DISTBIND_ERR_UNAVAILABLE, std::string("PMIx has no ") + key + ": " + s.err(rc));
     uint64_t out = 0;
@@ -139,12 +167,17 @@ uint64_t get_uint(Session &s, uint32_t rank, const char *key) {
     return out;
 }
 
+// One non-blocking PMIx call.  PMIx may keep pointers to what it was given
+// until it calls back, which can be after the caller gave up waiting: so
+// the arguments live here, and the callback holds a reference.
 struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
     pmix_status_t rc = PMIX_SUCCESS;
     bool found = false;
+    pmix_proc_t proc{};
+    char key[PMIX_MAX_KEYLEN + 1] = "";
     pmix_info_t info[1];
 
     void finish(pmix_status_t st, bool f = false) {
@@ -176,8 +209,8 @@ void get_done(pmix_status_t st, pmix_value_t *, void *cbdata) {
 
 class PmixExchange final : public Exchange {
   public:
-    explicit PmixExchange(const ExchangeConfig &c) : c_(c), s_(session()) {
-        uint32_t world = static_cast<uint32_t>(get_uint(*s_, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE));
+    explicit PmixExchange(const ExchangeConfig &c) : c_(c), s_(session(c.timeout_s)) {
+        uint32_t world = static_cast<uint32_t>(get_uint(*s_, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, c.timeout_s));
         if (s_->me.rank != static_cast<uint32_t>(c.rank) || world != static_cast<uint32_t>(c.world))
             fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
                                        " by its variables, but PMIx says rank " + std::to_string(s_->me.rank) + " of " +
@@ -246,7 +279,9 @@ class PmixExchange final : public Exchange {
         std::string k = key();
         pmix_status_t rc = s_->put(PMIX_GLOBAL, k.c_str(), &v);
         if (rc == PMIX_SUCCESS) rc = s_->commit();
-        if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_UNAVAILABLE, "PMIx_Put/Commit failed: " + s_->err(rc));
+        // SYSTEM, not UNAVAILABLE: in auto mode UNAVAILABLE means "try the
+        // next bootstrap", which is only safe before the first collective.
+        if (rc != PMIX_SUCCESS) broken(DISTBIND_ERR_SYSTEM, "PMIx_Put/Commit failed: " + s_->err(rc));
     }
 
     // Always a collecting fence: Slurm 22.05's fence without data
@@ -258,16 +293,16 @@ class PmixExchange final : public Exchange {
         load_key(w->info[0].key, PMIX_COLLECT_DATA);
         w->info[0].value.type = PMIX_BOOL;
         w->info[0].value.data.flag = true;
-        pmix_proc_t all = proc_of(*s_, PMIX_RANK_WILDCARD);
+        w->proc = proc_of(*s_, PMIX_RANK_WILDCARD);
         auto *hold = new std::shared_ptr<Waiter>(w);
-        pmix_status_t rc = s_->fence_nb(&all, 1, w->info, 1, fence_done, hold);
+        pmix_status_t rc = s_->fence_nb(&w->proc, 1, w->info, 1, fence_done, hold);
         if (rc == PMIX_OPERATION_SUCCEEDED) {
             delete hold;
             return;
         }
         if (rc != PMIX_SUCCESS) {
             delete hold;
-            broken(DISTBIND_ERR_UNAVAILABLE, what + " failed: PMIx_Fence: " + s_->err(rc));
+            broken(DISTBIND_ERR_SYSTEM, what + " failed: PMIx_Fence: " + s_->err(rc));
         }
         auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
         if (!w->wait_until(until)) {
@@ -296,9 +331,10 @@ class PmixExchange final : public Exchange {
             load_key(w->info[0].key, PMIX_TIMEOUT);
             w->info[0].value.type = PMIX_INT;
             w->info[0].value.data.integer = 2;
-            pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(r));
+            w->proc = proc_of(*s_, static_cast<uint32_t>(r));
+            load_key(w->key, k.c_str());
             auto *hold = new std::shared_ptr<Waiter>(w);
-            if (s_->get_nb(&p, k.c_str(), w->info, 1, get_done, hold) != PMIX_SUCCESS) {
+            if (s_->get_nb(&w->proc, w->key, w->info, 1, get_done, hold) != PMIX_SUCCESS) {
                 delete hold;
                 w->finish(PMIX_ERROR);
             }
@@ -313,11 +349,19 @@ class PmixExchange final : public Exchange {
         return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) + " did not arrive within " + buf;
     }
 
+    // After a collecting fence every rank's data is in PMIx's local copy:
+    // PMIX_OPTIONAL keeps PMIx from asking the server instead (a direct
+    // modex, with no bound of its own) when it is not.
     void fetch(const std::string &what, int rank, void *dst, size_t len) {
         pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(rank));
         pmix_value_t *v = nullptr;
         std::string k = key();
-        pmix_status_t rc = s_->get(&p, k.c_str(), nullptr, 0, &v);
+        pmix_info_t info[1];
+        std::memset(info, 0, sizeof info);
+        load_key(info[0].key, PMIX_OPTIONAL);
+        info[0].value.type = PMIX_BOOL;
+        info[0].value.data.flag = true;
+        pmix_status_t rc = s_->get(&p, k.c_str(), info, 1, &v);
         if (rc != PMIX_SUCCESS || !v)
             broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
         bool ok = v->type == PMIX_BYTE_OBJECT && v->data.bo.size == len;
@@ -334,15 +378,15 @@ class PmixExchange final : public Exchange {
 
 }  // namespace
 
-PmixPlace pmix_place(std::shared_ptr<void> &keep) {
-    auto s = session();
+PmixPlace pmix_place(std::shared_ptr<void> &keep, double timeout_s) {
+    auto s = session(timeout_s);
     keep = s;
     PmixPlace p{};
     p.rank = static_cast<int>(s->me.rank);
-    p.world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE));
-    p.local_world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE));
-    p.local_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_LOCAL_RANK));
-    p.node_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_NODEID));
+    p.world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, timeout_s));
+    p.local_world = static_cast<int>(get_uint(*s, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, timeout_s));
+    p.local_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_LOCAL_RANK, timeout_s));
+    p.node_rank = static_cast<int>(get_uint(*s, s->me.rank, PMIX_NODEID, timeout_s));
     return p;
 }
 

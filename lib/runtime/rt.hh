@@ -63,8 +63,9 @@ struct Identity {
     std::string host;         // this node's host name
 };
 
-// Find the identity from the plugin's variables, then Slurm's, then PMIx.
-Identity discover(const Env &env, std::shared_ptr<void> &keep);
+// Find the identity from the plugin's variables, then Slurm's, then PMIx
+// (whose calls wait at most timeout_s).
+Identity discover(const Env &env, std::shared_ptr<void> &keep, double timeout_s);
 // The same, without the PMIx fallback (pure: for unit tests and the tool).
 bool discover_from_env(const Env &env, Identity &out);
 
@@ -121,7 +122,7 @@ struct PmixPlace {
     int rank, world, local_rank, local_world, node_rank;
 };
 // `keep` holds the PMIx client up (for the exchange that usually follows).
-PmixPlace pmix_place(std::shared_ptr<void> &keep);
+PmixPlace pmix_place(std::shared_ptr<void> &keep, double timeout_s);
 
 // PMI2's encoding of bytes (pmi2.cc).
 std::string b64_encode_bytes(const uint8_t *p, size_t n);

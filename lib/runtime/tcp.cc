@@ -1,11 +1,16 @@
 // The TCP bootstrap's collectives (the tree itself is described in tcp.hh).
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 
 #include "tcp.hh"
 
 namespace db::rt::tcp {
+
+// The largest message: a whole collective's payload plus its framing
+// (length, count or root: 8 bytes at most).
+static_assert(DISTBIND_MAX_EXCHANGE_BYTES + 8 <= kMaxBody, "a collective at the limit must fit one message");
 
 TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     tree_.n = c.world;
@@ -165,6 +170,14 @@ void TcpExchange::lost(const std::string &what, int who, const IoResult &r) {
            who);
 }
 
+void TcpExchange::unsent(const std::string &what, int who, const IoResult &r) {
+    bool peer = r.kind != Io::Error || r.err == ETIMEDOUT || r.err == EHOSTUNREACH || r.err == ENETUNREACH ||
+                r.err == ENOTCONN || r.err == ECONNABORTED || r.err == ENETDOWN;
+    if (peer) lost(what, who, r);
+    spread(DISTBIND_ERR_SYSTEM, what + " failed: rank " + std::to_string(c_.rank) + " could not send to rank " +
+                                    std::to_string(who) + ": " + r.str());
+}
+
 void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
     std::string theirs = m.type == Msg::Up || m.type == Msg::Down
                              ? std::string(op_name(m.op)) + " #" + std::to_string(m.seq)
@@ -187,7 +200,9 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     auto wait_end = t0 + std::chrono::duration_cast<Clock::duration>(
                              std::chrono::duration<double>(c_.timeout_s - depth * margin()));
     Deadline dch{wait_end};
-    Deadline dmsg = Deadline::in(c_.timeout_s + grace_);
+    // A message that begins to arrive before dch has until dmsg to finish:
+    // the collective's own bound, not a fresh timeout per message.
+    Deadline dmsg = message_deadline(t0);
     while (pending) {
         std::vector<int> fds, who;
         if (parent_.link) fds.push_back(parent_.link.fd()), who.push_back(-1);
@@ -197,14 +212,14 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
         if (at < 0) break;
         Message m;
         if (who[at] < 0) {
-            IoResult r = recv_msg(parent_.link.fd(), m, rest_of_message());
+            IoResult r = recv_msg(parent_.link.fd(), m, dmsg);
             if (!r.ok()) lost(what, parent_.rank, r);
             if (m.type == Msg::Abort) on_abort(m, parent_.rank);
             mismatch(what, parent_.rank, m);
         }
         size_t i = static_cast<size_t>(who[at]);
         int ch = children_[i].rank;
-        IoResult r = recv_msg(children_[i].link.fd(), m, rest_of_message());
+        IoResult r = recv_msg(children_[i].link.fd(), m, dmsg);
         if (!r.ok()) lost(what, ch, r);
         if (m.type == Msg::Abort) on_abort(m, ch);
         if (m.type == Msg::Missing) {
@@ -244,7 +259,7 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     Writer w;
     w.u32(static_cast<uint32_t>(len)).u32(static_cast<uint32_t>(body.size())).bytes(body.data(), body.size());
     IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, w.data().data(), w.data().size(), dmsg);
-    if (!r.ok()) lost(what, parent_.rank, r);
+    if (!r.ok()) unsent(what, parent_.rank, r);
     return {};
 }
 
@@ -268,15 +283,14 @@ void TcpExchange::report_missing(const std::string &what, std::vector<int> missi
     send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, w.data().data(), w.data().size(), d);
     if (wait_readable({parent_.link.fd()}, d) == 0) {
         Message m;
-        if (recv_msg(parent_.link.fd(), m, rest_of_message()).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
+        if (recv_msg(parent_.link.fd(), m, d).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);
     }
     spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank " + std::to_string(c_.rank) + ")");
 }
 
 std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root) {
     std::vector<uint8_t> body;
-    Deadline dmsg{t0 + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(c_.timeout_s + grace_))};
+    Deadline dmsg = message_deadline(t0);
     if (c_.rank == 0) {
         body = at_root;
     } else {
@@ -291,7 +305,7 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
                            std::to_string(c_.rank) + ")");
             Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];
             Message m;
-            IoResult r = recv_msg(from.link.fd(), m, rest_of_message());
+            IoResult r = recv_msg(from.link.fd(), m, dmsg);
             if (!r.ok()) lost(what, from.rank, r);
             if (m.type == Msg::Abort) on_abort(m, from.rank);
             if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second)
@@ -302,7 +316,7 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
     }
     for (Peer &ch : children_) {
         IoResult r = send_msg(ch.link.fd(), Msg::Down, op.first, op.second, body.data(), body.size(), dmsg);
-        if (!r.ok()) lost(what, ch.rank, r);
+        if (!r.ok()) unsent(what, ch.rank, r);
     }
     return body;
 }

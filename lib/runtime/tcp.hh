@@ -158,19 +158,23 @@ class TcpExchange final : public Exchange {
     Tree tree_;
     double grace_ = 1;
     uint64_t session_ = 0;
+    // Before the links: each Link counts itself out of open_ when it is
+    // destroyed, and members are destroyed in reverse order.
+    long open_ = 0, peak_ = 0;
     Peer parent_;
     std::vector<Peer> children_;
     uint32_t seq_ = 0;
     std::string broken_;
-    long open_ = 0, peak_ = 0;
 
     Op begin(uint16_t kind);
     void check_pending(Peer &p, const std::string &what);
     std::string label(Op op, const char *name) const;
     void barrier_named(const char *name);
-    // Once a message has begun to arrive, the rest of it gets its own time:
-    // it may begin just as the collective's deadline passes.
-    Deadline rest_of_message() const { return Deadline::in(std::max(2.0, c_.timeout_s)); }
+    // When a collective that began at t0 stops waiting for messages: its
+    // timeout plus the grace that lets rank 0's verdict travel down.
+    Deadline message_deadline(Clock::time_point t0) const {
+        return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s + grace_))};
+    }
     double margin() const;
 
     // ---- failing ----------------------------------------------------------
@@ -178,6 +182,9 @@ class TcpExchange final : public Exchange {
     [[noreturn]] void spread(distbind_status st, const std::string &msg, int except = -1);
     [[noreturn]] void on_abort(const Message &m, int from);
     [[noreturn]] void lost(const std::string &what, int who, const IoResult &r);
+    // A message to `who` did not go out: the peer's doing when it hung up
+    // or stopped reading (lost), this rank's when the OS refused (SYSTEM).
+    [[noreturn]] void unsent(const std::string &what, int who, const IoResult &r);
     [[noreturn]] void mismatch(const std::string &what, int who, const Message &m);
 
     // ---- collectives ------------------------------------------------------

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <thread>
 
+#include "bounded.hh"
 #include "tcp.hh"
 
 namespace db::rt::tcp {
@@ -34,7 +36,7 @@ void TcpExchange::turn_away(const Socket &lis, std::vector<bool> told, const Dea
         int err;
         Socket s = accept_from(lis, err);
         Message m;
-        if (!s || !recv_msg(s.fd(), m, sooner(d, kHelloWait)).ok() || m.type != Msg::Hello) continue;
+        if (!s || !recv_msg(s.fd(), m, sooner(d, kHelloWait), kMaxHello).ok() || m.type != Msg::Hello) continue;
         Reader rd(m.body);
         rd.u32();
         uint32_t rank = rd.u32();
@@ -89,7 +91,10 @@ void TcpExchange::setup_root(const Deadline &d) {
         }
         Link l(std::move(raw), &open_, &peak_);
         Message m;
-        if (!recv_msg(l.fd(), m, sooner(d, kHelloWait)).ok() || m.type != Msg::Hello) continue;
+        // Anyone can connect to MASTER_PORT: a registration is read only
+        // up to the size a real one has, so a stray header cannot make
+        // rank 0 allocate what it claims.
+        if (!recv_msg(l.fd(), m, sooner(d, kHelloWait), kMaxHello).ok() || m.type != Msg::Hello) continue;
         Reader rd(m.body);
         uint32_t proto = rd.u32(), rank = rd.u32(), world = rd.u32();
         std::string key = rd.str();
@@ -147,7 +152,10 @@ void TcpExchange::setup_root(const Deadline &d) {
     std::vector<std::pair<int, Addr>> all;
     for (int r = 1; r < c_.world; r++) all.emplace_back(r, addr[r]);
     try {
-        connect_children(all, d);
+        // The last rank may have registered just before d: connecting to
+        // the children (who wait d's length plus the grace for it) gets
+        // the grace of its own.
+        connect_children(all, Deadline::in(grace_));
     } catch (const Failure &f) {
         abort_registered(addr, have, f.status, f.what());
         throw;
@@ -169,12 +177,32 @@ void TcpExchange::setup_child(const Deadline &d) {
                                "srun --dist-bind sets both)");
     Addr root;
     for (;;) {
-        int rc = resolve(c_.master_addr, c_.master_port, root);
-        if (rc == 0) break;
-        if (rc != EAI_AGAIN || d.passed())
+        // getaddrinfo has no timeout of its own (a name server that does
+        // not answer holds it for as long as the resolver's settings say).
+        struct Resolved {
+            int rc;
+            Addr a;
+        };
+        std::string host = c_.master_addr;
+        unsigned port = c_.master_port;
+        std::optional<Resolved> got = run_bounded<Resolved>(
+            [host, port] {
+                Resolved r{};
+                r.rc = resolve(host, port, r.a);
+                return r;
+            },
+            d);
+        if (!got)
+            fail(DISTBIND_ERR_TIMEOUT, "MASTER_ADDR=\"" + c_.master_addr + "\" did not resolve within " +
+                                           secs(c_.timeout_s) + ": the name service does not answer");
+        if (got->rc == 0) {
+            root = got->a;
+            break;
+        }
+        if (got->rc != EAI_AGAIN || d.passed())
             fail(DISTBIND_ERR_ENV, "MASTER_ADDR=\"" + c_.master_addr + "\" does not resolve to an IPv4 address: " +
-                                       gai_strerror(rc));
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                       gai_strerror(got->rc));
+        std::this_thread::sleep_for(std::min(std::chrono::milliseconds(100), std::chrono::milliseconds(d.ms_left())));
     }
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
     int err = 0;
@@ -203,7 +231,7 @@ void TcpExchange::setup_child(const Deadline &d) {
     w.u32(mine.ip).u16(mine.port).str(host_name()).u32(static_cast<uint32_t>(getpid()));
     send_msg(reg.fd(), Msg::Hello, 0, 0, w.data().data(), w.data().size(), d);
     Message m;
-    IoResult r = recv_msg(reg.fd(), m, d);
+    IoResult r = recv_msg(reg.fd(), m, d, kMaxReply);
     if (r.kind == Io::Timeout)
         fail(DISTBIND_ERR_TIMEOUT, where + " accepted the connection but did not answer within " +
                                        secs(c_.timeout_s) + ": another program may be listening on MASTER_PORT, or rank 0 is stuck");
@@ -235,7 +263,10 @@ void TcpExchange::setup_child(const Deadline &d) {
         Socket in = accept_from(lis, err);
         if (!in) continue;
         Message t;
-        if (!recv_msg(in.fd(), t, sooner(dt, kHelloWait)).ok()) continue;
+        // A tree lists at most every other rank (10 bytes each); until its
+        // session id is checked, the sender is anyone.
+        size_t most = std::max(kMaxReply, 16 + 10 * static_cast<size_t>(c_.world));
+        if (!recv_msg(in.fd(), t, sooner(dt, kHelloWait), most).ok()) continue;
         Reader tr(t.body);
         if (tr.u64() != session_) continue;
         if (t.type == Msg::Abort) {
@@ -283,7 +314,7 @@ void TcpExchange::connect_children(const std::vector<std::pair<int, Addr>> &sub,
         p.link = Link(std::move(s), &open_, &peak_);
         IoResult r = send_msg(p.link.fd(), Msg::Tree, 0, 0, w.data().data(), w.data().size(), d);
         children_.push_back(std::move(p));
-        if (!r.ok()) lost("set-up", ch, r);
+        if (!r.ok()) unsent("set-up", ch, r);
     }
 }
 

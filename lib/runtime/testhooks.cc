@@ -3,7 +3,10 @@
 
 #include <cctype>
 #include <cstring>
+#include <future>
+#include <memory>
 
+#include "bounded.hh"
 #include "gpu.hh"
 #include "rt.hh"
 #include "text.hh"
@@ -44,6 +47,35 @@ int db_rt_test_b64_roundtrip(const unsigned char *p, size_t n) {
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return 0;
     std::vector<uint8_t> back;
     return b64_decode_bytes(e.data(), e.size(), back) && back.size() == n && (n == 0 || !std::memcmp(back.data(), p, n));
+}
+
+int db_rt_test_bounded_throw(int *status, char *msg, size_t len) {
+    try {
+        run_bounded<int>([]() -> int { fail(DISTBIND_ERR_PEER, "thrown on the helper thread"); }, Deadline::in(60));
+    } catch (const Failure &f) {
+        *status = f.status;
+        db::copy_out(f.what(), msg, len);
+        return 1;
+    }
+    return 0;
+}
+
+int db_rt_test_bounded_late(void) {
+    auto release = std::make_shared<std::promise<void>>();
+    auto finished = std::make_shared<std::promise<void>>();
+    std::shared_future<void> go = release->get_future().share();
+    std::future<void> end = finished->get_future();
+    std::optional<int> late = run_bounded<int>(
+        [go, finished] {
+            go.wait();
+            finished->set_value();
+            return 1;
+        },
+        Deadline::in(0));
+    release->set_value();
+    end.wait();
+    std::optional<int> in_time = run_bounded<int>([] { return 7; }, Deadline::in(60));
+    return !late && in_time && *in_time == 7;
 }
 
 double db_rt_test_seconds(const char *s, char *err, size_t len) {

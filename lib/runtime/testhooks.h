@@ -23,6 +23,14 @@ void db_rt_test_rank_list(const int *ranks, int n, char *out, size_t len);
 int db_rt_test_b64_roundtrip(const unsigned char *p, size_t n);
 /* DIST_BIND_TIMEOUT parsing: seconds, or -1 with the message in err. */
 double db_rt_test_seconds(const char *s, char *err, size_t len);
+/* The helper thread of PMI2 and the other unbounded calls (run_bounded):
+ * work that throws Failure(PEER, "thrown on the helper thread") there.
+ * 1 with the status and message that reached the caller, 0 if none did. */
+int db_rt_test_bounded_throw(int *status, char *msg, size_t len);
+/* Work still blocked at the deadline: 1 when the caller was told so and the
+ * work, released afterwards, finished on its own; and work that finishes
+ * in time gives its result. */
+int db_rt_test_bounded_late(void);
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,13 @@ hang.  No timing thresholds: a fault that is not detected shows up as the
 wrong status or message, not as slowness."""
 import os
 import socket
+import struct
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xkit import WORKER, Test, all_say, all_status, free_port, need_worker, run_ranks  # noqa: E402
+from xkit import WORKER, Result, Test, all_say, all_status, free_port, need_worker, rank_env, run_ranks  # noqa: E402
 
 SAN_WORKER = WORKER + "_san"
 
@@ -97,10 +100,60 @@ def faults(t, worker, tag):
     all_status(t, res, "DISTBIND_ERR_PEER", what)
     all_say(t, res, "rank 1 passed 48 bytes but rank 0 passed 32", what)
 
+    # A broadcast over DISTBIND_MAX_EXCHANGE_BYTES: refused on every rank
+    # (ARG, naming the limit), and the barrier after it still works.
+    res = run(3, ["toobig"], env=fast)
+    what = tag + "a broadcast of 1 GiB + 1 byte"
+    all_status(t, res, "OK", what + ": refused, then the barrier")
+    t.ok(all("limit of 1073741824 bytes" in x.err for x in res.values()), what + ": every rank's message names the limit")
+
+
+def huge_hello(t):
+    """A connection to MASTER_PORT that is not a rank sends a registration
+    header claiming a 1 GiB body.  Rank 0 runs with 256 MiB of address
+    space: had it allocated what the header claims, it would fail (out of
+    memory); refusing the header, it takes the real ranks in as usual."""
+    world, port = 4, free_port()
+    env = dict(rank_env(0, world, port), DIST_BIND_TIMEOUT="20")
+    root = subprocess.Popen(["prlimit", "--as=%d" % (256 << 20), WORKER, "roundtrip"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rogue = None
+    try:
+        for _ in range(200):  # until rank 0 listens
+            try:
+                rogue = socket.create_connection(("127.0.0.1", port))
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+        t.ok(rogue is not None, "huge Hello: connected to rank 0's MASTER_PORT")
+        if rogue is None:
+            return
+        # magic "DBX1", type 1 (Hello), op 0, seq 0, body length 1 GiB; no body.
+        rogue.sendall(struct.pack("<IHHII", 0x31584244, 1, 0, 0, 1 << 30))
+        rogue.settimeout(30)
+        try:
+            gone = rogue.recv(1) == b""  # rank 0 hangs up on it
+        except ConnectionResetError:
+            gone = True
+        except socket.timeout:
+            gone = False
+        t.ok(gone, "huge Hello: rank 0 hangs up on the connection")
+        res = run_ranks(world, ["roundtrip"], skip={0}, port=port, env={"DIST_BIND_TIMEOUT": "20"})
+        out, err = root.communicate(timeout=60)
+        res[0] = Result(root.returncode, out, err)
+        all_status(t, res, "OK", "huge Hello, then the real ranks")
+    finally:
+        if rogue:
+            rogue.close()
+        if root.poll() is None:
+            root.kill()
+            root.communicate()
+
 
 need_worker()
 t = Test("tcp-faults")
 faults(t, WORKER, "")
+huge_hello(t)
 
 # The same under AddressSanitizer/UBSan (a few of them), when built.
 if os.path.exists(SAN_WORKER):

@@ -7,6 +7,14 @@
  *   xchg_worker late SECS RANKS the ranks in RANKS (a,b,..) sleep SECS before
  *                               the barrier
  *   xchg_worker badlen          rank 1 passes another size to allgather
+ *   xchg_worker toobig          every rank broadcasts 1 byte over the limit
+ *                               (refused, ARG), then a barrier
+ *   xchg_worker twice           barrier, destroy the handle, make a new one
+ *                               (must use the same bootstrap), barrier
+ *   xchg_worker again SECS RANK rank RANK sleeps SECS before a barrier; the
+ *                               others' barrier must time out, then they
+ *                               destroy and init again, and print how the
+ *                               second init went
  *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
  *
  * Prints one line on stdout: "OK rank=R world=W bootstrap=B source=S
@@ -143,13 +151,56 @@ int main(int argc, char **argv) {
         char buf[64] = "", *all = calloc((size_t)distbind_world_size(db), 64);
         check(distbind_allgather(db, buf, rank == 1 ? 48 : 32, all), "allgather");
         free(all);
+    } else if (!strcmp(mode, "toobig")) {
+        /* Refused on every rank before anything is sent: the exchange
+         * stays usable. */
+        size_t n = DISTBIND_MAX_EXCHANGE_BYTES + 1;
+        char *big = malloc(n);
+        if (!big) die(DISTBIND_ERR_INTERNAL, "malloc");
+        st = distbind_broadcast(db, big, n, 0);
+        free(big);
+        if (st != DISTBIND_ERR_ARG) {
+            printf("ERR %s broadcast of %zu bytes was not refused: %s\n", distbind_status_name(st), n,
+                   distbind_last_error(db));
+            return 1;
+        }
+        fprintf(stderr, "%s\n", distbind_last_error(db));
+        check(distbind_barrier(db), "barrier after the refused broadcast");
+    } else if (!strcmp(mode, "twice")) {
+        char first[16];
+        snprintf(first, sizeof first, "%s", distbind_bootstrap(db));
+        check(distbind_barrier(db), "barrier");
+        distbind_destroy(db);
+        db = NULL;
+        st = distbind_init(&db);
+        if (st != DISTBIND_OK) die(st, "the second init");
+        if (strcmp(first, distbind_bootstrap(db))) {
+            printf("ERR WRONG first handle over %s, the second over %s\n", first, distbind_bootstrap(db));
+            return 2;
+        }
+        check(distbind_barrier(db), "barrier of the second handle");
+    } else if (!strcmp(mode, "again") && argc > 3) {
+        if (rank == atoi(argv[3])) {
+            usleep((useconds_t)(atof(argv[2]) * 1e6));
+            check(distbind_barrier(db), "barrier");
+        } else {
+            st = distbind_barrier(db);
+            if (st != DISTBIND_ERR_TIMEOUT) {
+                printf("ERR WRONG the barrier ended with %s: %s\n", distbind_status_name(st), distbind_last_error(db));
+                return 2;
+            }
+            distbind_destroy(db);
+            db = NULL;
+            st = distbind_init(&db);
+            if (st != DISTBIND_OK) die(st, "init after a timeout");
+        }
     } else if (!strcmp(mode, "bench") && argc > 2) {
         bench(atoi(argv[2]));
         if (rank == 0) printf("INIT world=%d init_us=%.0f\n", distbind_world_size(db), init_us);
         distbind_destroy(db);
         return 0;
     } else {
-        fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|bench ITERS\n");
+        fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench ITERS\n");
         return 2;
     }
     printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f\n", rank, distbind_world_size(db),

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """libdistbind on the lab: the exchange over Slurm's PMIx, Slurm's PMI2 and
 TCP; the place from the plugin, from Slurm and from PMIx; PMIx and PMI2
-timeouts; and the README's example program, built against `make install`
-with pkg-config, under all three."""
+timeouts; a second handle in one process; and the README's example
+program, built against `make install` with pkg-config, under all three."""
 import os
 import sys
 
@@ -68,6 +68,21 @@ with Lab() as lab, Installed() as inst:
     errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
     t.ok(len(errs) >= 4 and all("not every rank arrived within 3 s" in l and "PMI2 cannot tell which" in l for l in errs),
          "pmi2: the others time out, and say PMI2 cannot name the missing rank (%s)" % errs[:1])
+    # A second handle in the same process, after the first was destroyed,
+    # comes up over the same exchange (PMI2 cannot be initialised again
+    # after PMI2_Finalize, so it is kept for the process).
+    for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+        r = lab.srun(SEED + " --dist-bind --mpi=" + mpi, [WORKER, "twice"], env={"DIST_BIND_TIMEOUT": "30"})
+        res = results(r.stdout)
+        t.eq((sorted(res), {x["bootstrap"] for x in res.values()}), ([0, 1, 2, 3, 4], {boot}),
+             "--mpi=%s: destroy, then a new handle over %s (%s)" % (mpi, boot, r.stdout.strip()[-300:]))
+    # After a PMI2 timeout a helper thread is still inside PMI2: a new handle
+    # in that process is refused, never run beside it.
+    r = lab.srun(SEED + " --dist-bind --mpi=pmi2", [WORKER, "again", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
+    errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
+    t.ok(len(errs) == 4 and all(l.startswith("ERR DISTBIND_ERR_STATE") and "PMI2 is unusable in this process" in l
+                                for l in errs),
+         "pmi2: init after a timed-out collective is refused on the 4 ranks that timed out (%s)" % errs[:1])
     # Disagreeing sizes reach every rank as an error, also through PMI.
     for mpi in ("pmix", "pmi2"):
         r = lab.srun(SEED + " --dist-bind --mpi=" + mpi, [WORKER, "badlen"], env={"DIST_BIND_TIMEOUT": "10"})

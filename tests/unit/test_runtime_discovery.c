@@ -178,6 +178,47 @@ START_TEST(world_of_one) {
 }
 END_TEST
 
+/* One collective carries at most DISTBIND_MAX_EXCHANGE_BYTES: len for a
+ * broadcast, world * len for an allgather.  Above it: ARG with a message
+ * naming len, world and the limit; at it: past the check (here the handle
+ * is not connected, so STATE). */
+START_TEST(size_caps) {
+    char **env = make_env(PLUGIN); /* world 5 */
+    distbind_t *db = NULL;
+    char byte = 0;
+    const size_t max = DISTBIND_MAX_EXCHANGE_BYTES;
+    ck_assert_int_eq(max, (size_t)1 << 30);
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
+
+    ck_assert_int_eq(distbind_broadcast(db, &byte, max + 1, 0), DISTBIND_ERR_ARG);
+    assert_contains_all("broadcast cap", distbind_last_error(db),
+                        "distbind_broadcast: len 1073741825&limit of 1073741824 bytes&world size 5");
+    ck_assert_int_eq(distbind_broadcast(db, &byte, max, 0), DISTBIND_ERR_STATE);
+
+    ck_assert_int_eq(distbind_allgather(db, &byte, max / 5 + 1, &byte), DISTBIND_ERR_ARG);
+    assert_contains_all("allgather cap", distbind_last_error(db),
+                        "distbind_allgather: len 214748365 bytes per rank x world size 5 = 1073741825 bytes&"
+                        "limit of 1073741824 bytes");
+    ck_assert_int_eq(distbind_allgather(db, &byte, max / 5, &byte), DISTBIND_ERR_STATE);
+    /* A len whose product would overflow is refused too. */
+    ck_assert_int_eq(distbind_allgather(db, &byte, (size_t)-1, &byte), DISTBIND_ERR_ARG);
+    assert_contains_all("allgather overflow", distbind_last_error(db), "x world size 5 is above the limit");
+    distbind_destroy(db);
+    free_env(env);
+
+    /* Connected (a world of one): refused, and the exchange stays usable. */
+    env = make_env("RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
+                   "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_OK);
+    ck_assert_int_eq(distbind_allgather(db, &byte, max + 1, &byte), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_broadcast(db, &byte, max + 1, 0), DISTBIND_ERR_ARG);
+    ck_assert_int_eq(distbind_barrier(db), DISTBIND_OK);
+    distbind_destroy(db);
+    free_env(env);
+}
+END_TEST
+
 START_TEST(status_names) {
     for (int s = DISTBIND_OK; s <= DISTBIND_ERR_INTERNAL; s++)
         ck_assert_msg(strncmp(distbind_status_name((distbind_status)s), "DISTBIND_", 9) == 0, "status %d", s);
@@ -280,6 +321,19 @@ START_TEST(sec_row) {
 }
 END_TEST
 
+/* PMI2's calls (and PMI2_Init, PMIx_Init, getaddrinfo) run on a helper
+ * thread: what it throws reaches the caller instead of ending the process,
+ * and a helper still blocked at the deadline is left to finish alone. */
+START_TEST(helper_threads) {
+    int st = 0;
+    char msg[256] = "";
+    ck_assert_msg(db_rt_test_bounded_throw(&st, msg, sizeof msg), "the exception did not reach the caller");
+    ck_assert_int_eq(st, DISTBIND_ERR_PEER);
+    ck_assert_str_eq(msg, "thrown on the helper thread");
+    ck_assert(db_rt_test_bounded_late());
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("runtime");
     TCase *tc = tcase_create("rows");
@@ -290,6 +344,8 @@ int main(void) {
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
     tcase_add_test(tc, world_of_one);
+    tcase_add_test(tc, size_caps);
+    tcase_add_test(tc, helper_threads);
     tcase_add_test(tc, status_names);
     tcase_add_test(tc, rank_lists);
     tcase_add_test(tc, pmi2_encoding);
