@@ -59,7 +59,12 @@ class Run {
         // Both collective, with one status on every rank for set_device; a
         // rank whose NCCL set-up fails still comes to the allgather after.
         if (distbind_set_device(db_, &dev) != DISTBIND_OK) return distbind_last_error(db_);
-        if (distbind_nccl_init(db_, nullptr, &c) != DISTBIND_OK) return distbind_last_error(db_);
+        // Non-blocking, so that every NCCL call below (including the first
+        // all-reduce, where NCCL makes its connections) can be waited for
+        // with the deadline instead of blocking inside NCCL.
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        if (distbind_nccl_init(db_, &cfg, &c) != DISTBIND_OK) return distbind_last_error(db_);
         comm_ = reinterpret_cast<ncclComm_t>(c);
         std::string why;
         cu_ = gpu::cudart(why);

@@ -27,7 +27,8 @@
  *     PMIx_Init, PMI2_Init or PMI2 collective timed out, its helper thread
  *     may still be inside that library, which is then refused for the rest
  *     of the process (DISTBIND_ERR_STATE).  Not bounded by this library:
- *       - NCCL's own set-up when distbind_nccl_init gets a blocking config;
+ *       - NCCL's own set-up when distbind_nccl_init gets a blocking config
+ *         of yours (with NULL it runs on a helper thread, bounded);
  *       - CUDA calls (distbind_set_device's cudaGetDeviceCount,
  *         cudaSetDevice, ...), which wait for the driver;
  *       - distbind_destroy: ncclCommDestroy (it waits for the
@@ -201,15 +202,15 @@ struct ncclComm;
  *
  * `config` is an ncclConfig_t * (made with NCCL_CONFIG_INITIALIZER from
  * your nccl.h), passed to NCCL as it is, or NULL.
- *   - NULL: NCCL's defaults, except that the communicator is non-blocking
- *     (config.blocking = 0), so that NCCL's own set-up is waited for at
- *     most DIST_BIND_TIMEOUT; past it the communicator is aborted and the
- *     call returns DISTBIND_ERR_TIMEOUT.  Being non-blocking, NCCL calls on
- *     it may return ncclInProgress: then wait until ncclCommGetAsyncError
- *     no longer says ncclInProgress before the next NCCL call (see NCCL's
- *     "non-blocking communicators").
- *   - a non-blocking config (blocking = 0): waited for the same way.
- *   - a blocking config (blocking = 1, or NCCL's default left unset): NCCL
+ *   - NULL: NCCL's defaults (a blocking communicator, as NCCL programs
+ *     expect).  NCCL's set-up runs on a helper thread waited for at most
+ *     DIST_BIND_TIMEOUT; past it the call returns DISTBIND_ERR_TIMEOUT and
+ *     NCCL is left waiting on that thread, so end the process.
+ *   - a non-blocking config (blocking = 0): the set-up is waited for at
+ *     most DIST_BIND_TIMEOUT, then the communicator is aborted and the
+ *     call returns DISTBIND_ERR_TIMEOUT.  NCCL calls on it may then return
+ *     ncclInProgress (see NCCL's "non-blocking communicators").
+ *   - a blocking config of yours (blocking = 1, or left unset): NCCL
  *     returns only when its set-up is done, so that part is bounded only
  *     by NCCL itself, not by DIST_BIND_TIMEOUT. */
 DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
+#include "bounded.hh"
 #include "gpu.hh"
 #include "text.hh"
 
@@ -90,20 +92,49 @@ void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *c
     // The caller's config goes to NCCL as it is: it was built with the
     // caller's nccl.h, whose ncclConfig_t may be larger or smaller than
     // ours (NCCL reads its size field), so it is never copied at our size.
-    // NCCL does not write to it.  Without one: NCCL's defaults, but
-    // non-blocking, so the set-up below is waited for with the timeout.
-    ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
-    defaults.blocking = 0;
-    ncclConfig_t *cfg = config ? static_cast<ncclConfig_t *>(const_cast<void *>(config)) : &defaults;
+    // NCCL does not write to it.
     ncclComm_t comm = nullptr;
+    ncclResult_t r;
     debugf("nccl: %s with %zu root(s) for %d ranks", scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig",
            roots.size(), id.world);
     Deadline d = Deadline::in(p.timeout_s);
-    ncclResult_t r = scalable ? nc->CommInitRankScalable(&comm, id.world, id.rank, static_cast<int>(ids.size()), ids.data(), cfg)
-                              : nc->CommInitRankConfig(&comm, id.world, ids[0], id.rank, cfg);
-    // Non-blocking: the call returns at once and NCCL connects the ranks in
-    // the background; wait for it until the deadline.  (A blocking config
-    // of the caller's returns only when NCCL is done: that wait is NCCL's.)
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g s", p.timeout_s);
+    if (!config) {
+        // NCCL's defaults, blocking, as NCCL programs expect of their
+        // communicator.  NCCL's own set-up has no timeout, so it runs on a
+        // helper thread, on this thread's device (NCCL uses the current
+        // one), waited for until the deadline.  The lambda owns all it uses.
+        std::string cwhy;
+        const Cudart *cu = cudart(cwhy);
+        int dev = -1;
+        if (cu) cu->GetDevice(&dev);
+        auto done = run_bounded<std::pair<ncclResult_t, ncclComm_t>>(
+            [nc, cu, dev, scalable, world = id.world, rank = id.rank, ids]() mutable {
+                if (cu && dev >= 0) cu->SetDevice(dev);
+                ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+                ncclComm_t c = nullptr;
+                ncclResult_t res = scalable ? nc->CommInitRankScalable(&c, world, rank, static_cast<int>(ids.size()),
+                                                                      ids.data(), &cfg)
+                                            : nc->CommInitRankConfig(&c, world, ids[0], rank, &cfg);
+                return std::make_pair(res, c);
+            },
+            d);
+        if (!done)
+            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + limit +
+                                           " on rank " + std::to_string(id.rank) +
+                                           ": another rank's NCCL failed or is stuck (NCCL_DEBUG=WARN says why); "
+                                           "NCCL is left waiting on a helper thread, so end the process");
+        r = done->first;
+        comm = done->second;
+    } else {
+        ncclConfig_t *cfg = static_cast<ncclConfig_t *>(const_cast<void *>(config));
+        r = scalable ? nc->CommInitRankScalable(&comm, id.world, id.rank, static_cast<int>(ids.size()), ids.data(), cfg)
+                     : nc->CommInitRankConfig(&comm, id.world, ids[0], id.rank, cfg);
+    }
+    // A non-blocking config returns at once and NCCL connects the ranks in
+    // the background; wait for it until the deadline.  (A caller's blocking
+    // config returns only when NCCL is done: that wait is NCCL's.)
     if (r == ncclInProgress && !comm) r = ncclInternalError;
     while (r == ncclInProgress) {
         ncclResult_t state = ncclInProgress;
@@ -114,9 +145,7 @@ void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *c
         }
         if (d.passed()) {
             nc->CommAbort(comm);
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%g s", p.timeout_s);
-            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + buf +
+            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + limit +
                                            " on rank " + std::to_string(id.rank) +
                                            ", so it was aborted: another rank's NCCL failed or is stuck "
                                            "(NCCL_DEBUG=WARN says why)");
