@@ -120,20 +120,36 @@ int resolve(const std::string &host, unsigned port, Addr &out) {
     return 0;
 }
 
-Socket listen_on(const Addr &a, int &err) {
+namespace {
+
+// A non-blocking TCP socket marked SO_REUSEADDR: an earlier step's
+// connections in TIME_WAIT must not keep a port from a later listener (the
+// next step's rank 0, a daemon); only a live listener should.
+Socket reusable_socket(int &err) {
     Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s) {
         err = errno;
         return s;
     }
-    // An earlier step's connections in TIME_WAIT must not keep the port:
-    // only a live listener should.
     int one = 1;
     setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    return s;
+}
+
+sockaddr_in to_sockaddr(const Addr &a) {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = a.ip;
     sa.sin_port = htons(a.port);
+    return sa;
+}
+
+}  // namespace
+
+Socket listen_on(const Addr &a, int &err) {
+    Socket s = reusable_socket(err);
+    if (!s) return s;
+    sockaddr_in sa = to_sockaddr(a);
     if (::bind(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 || ::listen(s.fd(), SOMAXCONN) != 0) {
         err = errno;
         return Socket();
@@ -154,20 +170,11 @@ Addr local_addr(int fd) {
 }
 
 Socket connect_to(const Addr &a, const Deadline &d, int &err) {
-    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!s) {
-        err = errno;
-        return s;
-    }
-    // The end that closes first keeps its port in TIME_WAIT for a minute;
-    // marked reusable, that port does not stop a later service (the next
-    // step's rank 0, a daemon) from listening on it.
-    int one = 1;
-    setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = a.ip;
-    sa.sin_port = htons(a.port);
+    // The end that closes first keeps its port in TIME_WAIT for a minute:
+    // reusable, so that port does not block a later listener either.
+    Socket s = reusable_socket(err);
+    if (!s) return s;
+    sockaddr_in sa = to_sockaddr(a);
     if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) {
         if (errno != EINPROGRESS && errno != EINTR) {
             err = errno;
