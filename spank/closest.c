@@ -19,18 +19,13 @@
  * spool directory is in the slurm_conf that libslurmfull keeps in this very
  * process; SPANK refuses plugins built for another Slurm release, so the
  * struct layout in slurm.h is the one in memory.  NULL: discover live. */
-static const char *cache_path(const db_node_input *in, char *buf, size_t len) {
+static const char *cache_path(const db_node_plan *np, char *buf, size_t len) {
     const slurm_conf_t *conf = (const slurm_conf_t *)dlsym(RTLD_DEFAULT, "slurm_conf");
-    const char *nodes = NULL;
-    char node[256] = "", host[256] = "", err[DB_ERRLEN];
-    size_t i;
+    char host[256] = "";
 
     if (!conf || !conf->slurmd_spooldir) return NULL;
-    for (i = 0; in->env && in->env[i]; i++)
-        if (!strncmp(in->env[i], "SLURM_STEP_NODELIST=", 20)) nodes = in->env[i] + 20;
-    if (nodes && db_hostlist_nth(nodes, in->node_id, node, sizeof node, err, sizeof err) != 0) node[0] = '\0';
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    return db_topo_cache_path(conf->slurmd_spooldir, node, host, buf, len) == 0 ? buf : NULL;
+    return db_topo_cache_path(conf->slurmd_spooldir, db_node_plan_node_name(np), host, buf, len) == 0 ? buf : NULL;
 }
 
 void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
@@ -60,7 +55,7 @@ void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
     rq.ntasks = in->local_ntasks;
     rq.step_cores = cores;
     rq.cpus_per_task = cpt;
-    rq.cached_xml = cache_path(in, xml, sizeof xml);
+    rq.cached_xml = cache_path(np, xml, sizeof xml);
     if (db_topo_node_choose(&rq, &res, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s, choosing as rank", err);
         goto out;

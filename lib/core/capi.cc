@@ -84,6 +84,8 @@ const char *db_node_plan_skip_reason(const db_node_plan *np) {
 
 void db_node_plan_free(db_node_plan *np) { delete np; }
 
+const char *db_node_plan_node_name(const db_node_plan *np) { return np ? np->node_name.c_str() : ""; }
+
 size_t db_node_plan_gpu_count(const db_node_plan *np) {
     return np && !np->gpus.empty() ? np->gpus[0].step.size() : 0;
 }

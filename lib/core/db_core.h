@@ -150,6 +150,9 @@ int db_node_plan_active(const db_node_plan *np);
 const char *db_node_plan_skip_reason(const db_node_plan *np);
 void db_node_plan_free(db_node_plan *np);
 
+/* This node's name in the step's node list ("" when Slurm gave none). */
+const char *db_node_plan_node_name(const db_node_plan *np);
+
 /* The step's GPUs on this node as the plan reads them (0 when none). */
 size_t db_node_plan_gpu_count(const db_node_plan *np);
 const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);

@@ -212,7 +212,8 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
                     ") are not supported: run each component as its own step, or without --dist-bind");
     check_counts(in);
     const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
-    np.host = nodes ? hostlist_nth(nodes, in.node_id) : "#" + std::to_string(in.node_id);
+    if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
+    np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
     plan_master(cfg, in, np);
     plan_gpus(in, np);
     np.active = true;

@@ -42,7 +42,8 @@ struct NodePlan {
 
     db_request req{};
     uint32_t job_id = 0, step_id = 0, nnodes = 0, node_id = 0, ntasks = 0, local_ntasks = 0;
-    std::string host;  // this node's name, for messages
+    std::string node_name;  // this node's name in the step's node list, "" if unknown
+    std::string host;       // node_name, or "#N": for messages
 
     std::string master_addr, master_addr_from;
     std::string master_port, master_port_from;
