@@ -178,6 +178,17 @@ class Lab:
         return rows
 
 
+def sanitizer_logs():
+    """A directory for a Lab(sanitize_dir=...) run's reports (slurmstepd
+    writes them as the job user); skips when the sanitized plugin is absent."""
+    import tempfile
+    if not os.path.exists(SAN_PLUGIN):
+        skip(SAN_PLUGIN + " not built (make check builds it)")
+    logs = tempfile.mkdtemp(prefix="dist-bind-san.")
+    os.chmod(logs, 0o777)
+    return logs
+
+
 def check_sanitizer_reports(t, logs):
     """After a Lab(sanitize_dir=logs) is down: the sanitizers ran in
     slurmd/slurmstepd and reported nothing but Slurm's suppressed leaks."""

@@ -6,18 +6,13 @@ discovery all run in slurmstepd's user_init, and no report may name
 anything but Slurm's own (suppressed) leaks."""
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, SAN_PLUGIN, check_sanitizer_reports, skip
+from labkit import Lab, Test, check_sanitizer_reports, sanitizer_logs
 from t_closest import scenario
 
-if not os.path.exists(SAN_PLUGIN):
-    skip(SAN_PLUGIN + " not built (make check builds it)")
-
 t = Test("closest sanitized")
-logs = tempfile.mkdtemp(prefix="dist-bind-san.")
-os.chmod(logs, 0o777)
+logs = sanitizer_logs()
 with Lab(sanitize_dir=logs) as lab:
     scenario(t, lab)
 # The lab is down: every slurmstepd has exited and written its report.

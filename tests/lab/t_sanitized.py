@@ -2,16 +2,12 @@
 """The plugin inside real slurmd/slurmstepd under AddressSanitizer, LeakSanitizer
 and UBSan: good jobs and every kind of bad input, then no report may name
 anything but Slurm's own (suppressed) leaks."""
-import os, sys, tempfile
+import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, SAN_PLUGIN, check_sanitizer_reports, skip
-
-if not os.path.exists(SAN_PLUGIN):
-    skip(SAN_PLUGIN + " not built (make check builds it)")
+from labkit import Lab, Test, check_sanitizer_reports, sanitizer_logs
 
 t = Test("sanitized")
-logs = tempfile.mkdtemp(prefix="dist-bind-san.")
-os.chmod(logs, 0o777)
+logs = sanitizer_logs()
 job = "-N2 -n5 --gpus-per-task=1"
 with Lab(sanitize_dir=logs) as lab:
     for args in (job + " --dist-bind=verbose", job + " --dist-bind=isolate", job + " --dist-bind=closest,verbose",
