@@ -4,8 +4,11 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
+#               [--cgroup] [--cli-filter LUA]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
-#                  gets SLURM_STEP_RESV_PORTS)
+#                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
+#                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
+#                  --cli-filter: cli_filter/lua with that script)
 #   lab.sh down DIR
 #
 # LAB_SLURMD_ENV="K=V ..." is added to slurmd's (and so slurmstepd's)
@@ -56,6 +59,62 @@ pid_alive() {
     [ "$st" != Z ] && [ "$st" != X ]
 }
 
+# The processes of this lab's nodes: everything inside the mount namespaces
+# the slurmds were started in (recorded by `up`), slurmstepds included.
+ns_pids() {
+    local d=$1 ns f mine nss="" pid
+    mine=$(readlink /proc/self/ns/mnt)
+    for f in "$d"/node?/mntns; do
+        [ -s "$f" ] || continue
+        ns=$(cat "$f")
+        [ "$ns" != "$mine" ] || continue # never the machine's own namespace
+        nss+=" $ns"
+    done
+    [ -n "$nss" ] || return 0
+    # One stat for all of /proc: "'/proc/PID/ns/mnt' -> 'mnt:[N]'".
+    stat -c '%N' /proc/[0-9]*/ns/mnt 2>/dev/null | while read -r path _ target; do
+        target=${target//\'/}
+        [ -n "$target" ] || continue # unreadable (PID 1 here)
+        case "$nss " in *" $target "*) ;; *) continue ;; esac
+        pid=${path#\'/proc/}; pid=${pid%%/*}
+        [[ "$pid" =~ ^[0-9]+$ ]] && [ "$pid" -gt 1 ] || continue
+        pid_alive "$pid" && echo "$pid"
+    done
+    return 0
+}
+
+# --cgroup: each node gets its own subtree of the v1 devices and freezer
+# hierarchies, bind-mounted over the hierarchy's root inside the node's
+# mount namespace, so the two slurmds (which both use /slurm/uid_U/job_J/...)
+# and concurrent labs never share a cgroup.
+CGROUP_CONTROLLERS="devices freezer"
+cgroup_dir() { local b; b=$(basename "$1"); echo "/sys/fs/cgroup/$2/dist-bind-lab.${b#dist-bind-lab.}.$3"; }
+
+cgroup_remove() {
+    local d=$1 c n dir
+    [ -f "$d/cgroup" ] || return 0
+    for n in node1 node2; do
+        for c in $CGROUP_CONTROLLERS; do
+            dir=$(cgroup_dir "$d" "$c" "$n")
+            [ -d "$dir" ] || continue
+            # Children first; a cgroup with processes left cannot go.
+            find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
+            [ ! -d "$dir" ] || echo "lab: could not remove $dir" >&2
+        done
+    done
+}
+
+node_procs_left() {
+    # Anything but the slurmds themselves (their pid files are still there).
+    local d=$1 pid keep
+    keep=" $(cat "$d"/node?/slurmd.pid 2>/dev/null | tr '\n' ' ') "
+    for pid in $(ns_pids "$d"); do
+        case $keep in *" $pid "*) continue ;; esac
+        pid_alive "$pid" && return 0
+    done
+    return 1
+}
+
 stop_pidfile() {
     local f=$1 pid
     [ -s "$f" ] || return 0
@@ -71,25 +130,40 @@ cmd_down() {
     [ -f "$d/slurm.conf" ] || die "$d is not a lab directory"
     if [ -s "$d/slurmctld.pid" ] && pid_alive "$(cat "$d/slurmctld.pid")"; then
         SLURM_CONF=$d/slurm.conf timeout 10 scancel --quiet --user=root 2>/dev/null || true
+        # Let the steps end while the controller still answers: a
+        # slurmstepd whose controller is gone retries its step-complete
+        # message for ever and ignores SIGTERM.
+        wait_for 30 eval '! node_procs_left "$d"' || true
     fi
     stop_pidfile "$d/node1/slurmd.pid"
     stop_pidfile "$d/node2/slurmd.pid"
     stop_pidfile "$d/slurmctld.pid"
     stop_pidfile "$d/munged.pid"
-    # Namespace holders exit with their slurmd; anything else we started is
-    # recorded in extra.pids.
+    # Whatever is still inside the nodes' namespaces was started by this
+    # lab: TERM, then KILL what ignores it.
+    local pid left
+    for pid in $(ns_pids "$d"); do kill -TERM "$pid" 2>/dev/null || true; done
+    wait_for 5 eval '[ -z "$(ns_pids "$d")" ]' || true
+    for pid in $(ns_pids "$d"); do kill -KILL "$pid" 2>/dev/null || true; done
+    wait_for 5 eval '[ -z "$(ns_pids "$d")" ]' || true
+    # Anything else we started is recorded in extra.pids.
     if [ -f "$d/extra.pids" ]; then
         while read -r pid; do
             pid_alive "$pid" && kill -TERM "$pid" 2>/dev/null || true
         done <"$d/extra.pids"
     fi
+    left=$(ns_pids "$d" | tr '\n' ' ')
+    [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
+    cgroup_remove "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter=""
     while [ $# -gt 0 ]; do
         case $1 in
+            --cgroup) cgroup=1; shift ;;
+            --cli-filter) cli_filter=$2; shift 2 ;;
             --cpus) cpus=$2; shift 2 ;;
             --gpus) gpus=$2; shift 2 ;;
             --plugin) plugin=$2; shift 2 ;;
@@ -128,8 +202,27 @@ cmd_up() {
     n1_port=$(free_port); USED_PORTS+=" $n1_port"
     n2_port=$(free_port); USED_PORTS+=" $n2_port"
 
-    local gres_node=""
+    local gres_node="" task_plugin=task/none proctrack=proctrack/pgid
     [ "$gpus" -gt 0 ] && gres_node="Gres=gpu:$gpus"
+    if [ "$cgroup" = 1 ]; then
+        [ -f /sys/fs/cgroup/devices/devices.list ] || die "--cgroup needs the cgroup v1 devices controller at /sys/fs/cgroup/devices"
+        task_plugin=task/cgroup proctrack=proctrack/cgroup
+        : >"$d/cgroup"
+        cat >"$d/cgroup.conf" <<CONF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+ConstrainDevices=yes
+ConstrainCores=no
+ConstrainRAMSpace=no
+CONF
+        for n in node1 node2; do
+            for c in $CGROUP_CONTROLLERS; do mkdir -p "$(cgroup_dir "$d" "$c" "$n")"; done
+        done
+    fi
+    if [ -n "$cli_filter" ]; then
+        [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cli_filter_lua.so ] || die "--cli-filter needs Slurm's cli_filter/lua"
+        install -m 0644 "$cli_filter" "$d/cli_filter.lua"
+    fi
     cat >"$d/slurm.conf" <<CONF
 ClusterName=lab
 SlurmctldHost=localhost(127.0.0.1)
@@ -148,8 +241,11 @@ SlurmdLogFile=$d/%n/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 TmpFS=$d/%n/tmp
-ProctrackType=proctrack/pgid
-TaskPlugin=task/none
+ProctrackType=$proctrack
+TaskPlugin=$task_plugin
+$([ -n "$cli_filter" ] && echo "CliFilterPlugins=cli_filter/lua")
+# Job ids of concurrent labs (and of earlier runs) do not repeat.
+FirstJobId=$((1000 + RANDOM * 16 + RANDOM % 16))
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
@@ -187,11 +283,20 @@ CONF
 
     export SLURM_CONF=$d/slurm.conf
     slurmctld -c -i >"$d/slurmctld.out" 2>&1 || die "slurmctld failed: $(tail -5 "$d/slurmctld.log")"
+    local n c binds
     for n in node1 node2; do
         mkdir -p "$d/$n/spool"
+        binds=""
+        if [ "$cgroup" = 1 ]; then
+            for c in $CGROUP_CONTROLLERS; do
+                binds+="mount --bind '$(cgroup_dir "$d" "$c" "$n")' /sys/fs/cgroup/$c && "
+            done
+        fi
+        # The namespace is recorded before slurmd starts, so `down` finds
+        # every process of the node, whatever happens next.
         unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
-            >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null)"
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
+            >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
     done
     if ! wait_for 30 lab_ready "$d"; then
         timeout 5 sinfo -N >&2 || true
@@ -234,5 +339,5 @@ cmd_up_retry() {
 case ${1:-} in
     up) shift; cmd_up_retry "$@" ;;
     down) shift; cmd_down "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] | lab.sh down DIR" >&2; exit 2 ;;
 esac

@@ -86,20 +86,23 @@ class Lab:
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
+        self.runtime_deadlocks = 0
         self.dir = None
 
     def _slurmd_env(self):
         d = self.sanitize_dir
-        supp = os.path.join(d, "lsan.supp")
-        with open(supp, "w") as f:  # Slurm's own allocations, not ours
-            f.write("leak:libslurmfull.so\nleak:slurmstepd\nleak:slurmd\n")
+        # symbolize=0: a slurmstepd symbolizing Slurm's leaks at exit took
+        # tens of seconds on a busy machine and held up the next srun.
+        # Reports name module+offset; check_sanitizer_reports attributes
+        # leaks by module (no suppressions: any frame matching one would
+        # hide a leak of ours too) and symbolizes our frames afterwards.
         # libstdc++ must be loaded before ASan intercepts __cxa_throw, or an
         # exception thrown in the dlopen'ed plugin trips ASan itself.
         return " ".join([
             "LD_PRELOAD=%s/libasan.so.8:%s/libubsan.so.1:%s/libstdc++.so.6" % (LIBDIR, LIBDIR, LIBDIR),
-            "ASAN_OPTIONS=detect_leaks=1:log_path=%s/asan" % d,
-            "LSAN_OPTIONS=suppressions=%s" % supp,
-            "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=%s/ubsan" % d,
+            "ASAN_OPTIONS=detect_leaks=1:symbolize=0:log_path=%s/asan" % d,
+            "LSAN_OPTIONS=exitcode=0",
+            "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:symbolize=0:log_path=%s/ubsan" % d,
         ])
 
     def __enter__(self):
@@ -140,7 +143,10 @@ class Lab:
 
     def __exit__(self, *exc):
         if self.dir:
+            import time
+            start = time.monotonic()
             subprocess.run([os.path.join(HERE, "lab.sh"), "down", self.dir])
+            print("(lab down in %.1f s)" % (time.monotonic() - start))
         return False
 
     def plugstack(self, args="", kind="required", raw=None):
@@ -157,16 +163,63 @@ class Lab:
         e = dict(self.env)
         if env:
             e.update(env)
+        import time
+        start = time.monotonic()
         try:
-            return subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  timeout=timeout, input=input, cwd=self.dir)
+            r = subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=timeout, input=input, cwd=self.dir)
+            took = time.monotonic() - start
+            if took > 10:  # for the log: where a slow run spent its time
+                print("  (%s took %.1f s)" % (" ".join(argv[:6]), took))
+            return r
         except subprocess.TimeoutExpired as x:  # a hang is a failure, reported like one
             out = x.stdout.decode() if isinstance(x.stdout, bytes) else (x.stdout or "")
             err = x.stderr.decode() if isinstance(x.stderr, bytes) else (x.stderr or "")
             return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
     def srun(self, args, cmd, env=None, timeout=60):
-        return self.run(["srun"] + shlex.split(args) + cmd, env=env, timeout=timeout)
+        argv = ["srun"] + shlex.split(args) + cmd
+        if not self.sanitize_dir:
+            return self.run(argv, env=env, timeout=timeout)
+        # GCC 12's ASan runtime (Debian 12) does not lock its allocator
+        # around fork(): when another slurmstepd thread is inside it at the
+        # moment slurmstepd forks a task, the task blocks for ever on the
+        # allocator's lock before it execs (about one srun in twenty here).
+        # That hang, and only that one (a forked, not yet exec'd task
+        # blocked in a futex inside the sanitizer runtime), is cancelled and
+        # the job run again; any other hang or failure counts.
+        for attempt in range(3):
+            r = self._run_watching(argv, env, timeout)
+            if r is not None:
+                return r
+            self.runtime_deadlocks += 1
+            print("  (%s: a task deadlocked inside the ASan runtime after fork; job cancelled, run again)"
+                  % " ".join(argv[:8]))
+        return subprocess.CompletedProcess(argv, 124, "", "ASan runtime fork deadlock 3 times in a row")
+
+    def _run_watching(self, argv, env, timeout):
+        import time
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        p = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                out, err = p.communicate(timeout=5)
+                return subprocess.CompletedProcess(argv, p.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                pass
+            jobs = runtime_deadlocked_jobs(self.dir)
+            if jobs or time.monotonic() > deadline:
+                for j in jobs:
+                    subprocess.run(["scancel", j], env=self.env, stderr=subprocess.DEVNULL)
+                p.kill()
+                out, err = p.communicate()
+                if jobs:
+                    time.sleep(1)  # let the cancelled step end before the next one
+                    return None
+                return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
     def table(self, args, env=None, expect_ok=True):
         """Run PROBE in every task; return {rank: {field: value}} (absent = None)."""
@@ -176,6 +229,47 @@ class Lab:
             print("srun %s failed (rc %d):\n%s%s" % (args, r.returncode, r.stdout, r.stderr))
         self.last = r
         return rows
+
+
+def runtime_deadlocked_jobs(labdir):
+    """Job ids whose slurmstepd (on this lab's nodes) has a forked task that
+    never exec'd and is blocked in a futex inside the ASan runtime (see
+    Lab.srun)."""
+    jobs, nss = set(), set()
+    for n in ("node1", "node2"):
+        try:
+            nss.add(open(os.path.join(labdir, n, "mntns")).read().strip())
+        except OSError:
+            pass
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/ns/mnt" % pid) not in nss:
+                continue
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().split(b"\0")[0].decode(errors="replace")
+            if not cmd.startswith("slurmstepd: ["):
+                continue
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = f.read().rsplit(") ", 1)[1].split()[1]
+            with open("/proc/%s/cmdline" % ppid, "rb") as f:
+                if not f.read().startswith(b"slurmstepd: ["):
+                    continue  # the step's own slurmstepd, not a forked task
+            with open("/proc/%s/syscall" % pid) as f:
+                sc = f.read().split()
+            if not sc or sc[0] != "202":  # futex
+                continue
+            ip = int(sc[-1], 16)
+            with open("/proc/%s/maps" % pid) as f:
+                for line in f:
+                    parts = line.split()
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    if lo <= ip < hi and "x" in parts[1] and "libasan" in line:
+                        jobs.add(cmd[len("slurmstepd: ["):].split(".")[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(jobs)
 
 
 def sanitizer_logs():
@@ -189,19 +283,61 @@ def sanitizer_logs():
     return logs
 
 
-def check_sanitizer_reports(t, logs):
+def _report_blocks(text):
+    """Split a sanitizer log into its reports: a leak record ("Direct leak
+    of ...", "Indirect leak of ...") with its stack, or an error with its."""
+    blocks, cur = [], None
+    for line in text.splitlines():
+        if line.startswith(("Direct leak", "Indirect leak")) or "ERROR:" in line or "runtime error" in line:
+            cur = [line]
+            blocks.append(cur)
+        elif cur is not None and line.strip():
+            cur.append(line)
+        else:
+            cur = None
+    return blocks
+
+
+def _symbolize(block, module):
+    """Our frames of a report (module+offset, as symbolize=0 prints them),
+    resolved with addr2line."""
+    import re
+    out = []
+    for line in block:
+        m = re.search(r"\((\S*%s)\+(0x[0-9a-f]+)\)" % re.escape(os.path.basename(module)), line)
+        if not m:
+            continue
+        r = subprocess.run(["addr2line", "-f", "-C", "-i", "-e", SAN_PLUGIN, m.group(2)],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        out.append("%s: %s" % (m.group(2), " <- ".join(r.stdout.split("\n")[::2]).strip(" <-")))
+    return out
+
+
+def check_sanitizer_reports(t, logs, module="spank_dist_bind.asan.so"):
     """After a Lab(sanitize_dir=logs) is down: the sanitizers ran in
-    slurmd/slurmstepd and reported nothing but Slurm's suppressed leaks."""
+    slurmd/slurmstepd; no error was reported, and no leaked allocation has
+    a frame in our plugin (Slurm's own leaks, whose stacks do not pass
+    through it, are allowed)."""
     import glob
     reports = sorted(glob.glob(os.path.join(logs, "asan.*")) + glob.glob(os.path.join(logs, "ubsan.*")))
     t.ok(len(reports) > 0, "the sanitizers ran in slurmd/slurmstepd (%d report files)" % len(reports))
+    leaks_seen = 0
     for path in reports:
-        text = open(path).read()
-        bad = [l for l in text.splitlines() if "ERROR:" in l or "runtime error" in l or "Direct leak" in l
-               or "Indirect leak" in l or "CHECK failed" in l]
-        t.ok(not bad, "%s: no sanitizer error %s" % (os.path.basename(path), bad[:3]))
-        if bad:
-            print(text[:4000])
+        bad = []
+        for block in _report_blocks(open(path).read()):
+            head = block[0]
+            if head.startswith(("Direct leak", "Indirect leak")):
+                leaks_seen += 1
+                if any(module in l for l in block):
+                    bad.append(block)
+            elif "LeakSanitizer: detected memory leaks" not in head:
+                bad.append(block)
+        t.ok(not bad, "%s: no sanitizer error and no leak of ours %s" % (os.path.basename(path),
+                                                                        [b[0] for b in bad[:3]]))
+        for block in bad[:5]:
+            print("\n".join(block[:40]))
+            print("  our frames: %s" % _symbolize(block, module))
+    print("(%d leak records of Slurm's own, not through %s)" % (leaks_seen, module))
     shutil.rmtree(logs, ignore_errors=True)
 
 
