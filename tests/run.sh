@@ -9,6 +9,13 @@
 # With DIST_BIND_CI=1 (set by .ci/run) a skip is a failure everywhere but in
 # tests/gpu, which needs a GPU that CI does not have.
 #
+# Lab tests run once per lab configuration they name in a line
+# "# lab-configs: plain cgroup" (none: plain only).  "cgroup" is the lab
+# with task/cgroup and ConstrainDevices=yes; each run gets the
+# configuration in DIST_BIND_LAB_CONFIG and is reported as
+# lab/t_name[config].  DIST_BIND_LAB_CONFIGS limits the configurations run
+# (default: all).
+#
 # Each test's output goes to build/test-logs/; a failing test's tail is
 # printed.  The last line is the summary: "N passed, N failed, N skipped".
 set -uo pipefail
@@ -18,14 +25,30 @@ LOGS=$ROOT/build/test-logs
 mkdir -p "$LOGS"
 TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
 LEVELS=(unit topology exchange pkg lab gpu)
+LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup})
 
+# The configurations a lab test runs in, among those enabled.
+lab_configs() {
+    local want c
+    want=$(sed -n 's/^# lab-configs: *//p' "$1" | head -1)
+    for c in ${want:-plain}; do
+        case " ${LAB_CONFIGS[*]} " in *" $c "*) echo "$c" ;; esac
+    done
+}
+
+# Entries are LEVEL:PATH or LEVEL:PATH@CONFIG (lab tests).
 tests=()
 for level in "${LEVELS[@]}"; do
     for b in "$ROOT"/build/tests/"$level"_*; do
         [ -x "$b" ] && [ -f "$b" ] && [[ "$b" != *.o ]] && tests+=("$level:$b")
     done
     for s in "$ROOT"/tests/"$level"/t_*.sh "$ROOT"/tests/"$level"/t_*.py; do
-        [ -f "$s" ] && tests+=("$level:$s")
+        [ -f "$s" ] || continue
+        if [ "$level" = lab ]; then
+            for c in $(lab_configs "$s"); do tests+=("$level:$s@$c"); done
+        else
+            tests+=("$level:$s")
+        fi
     done
 done
 
@@ -33,20 +56,29 @@ selected=()
 for t in "${tests[@]}"; do
     if [ $# -eq 0 ]; then selected+=("$t"); continue; fi
     for want in "$@"; do
-        name=${t#*:}; name=$(basename "$name")
-        if [ "${t%%:*}" = "$want" ] || [[ "$name" == *"$want"* ]]; then selected+=("$t"); break; fi
+        name=${t#*:}; config=""
+        [[ "$name" == *@* ]] && config=${name##*@}
+        name=$(basename "${name%@*}")
+        if [ "${t%%:*}" = "$want" ] || [[ "$name" == *"$want"* ]] || [ "$config" = "$want" ]; then
+            selected+=("$t"); break
+        fi
     done
 done
 
 pass=0 fail=0 skip=0 failed=()
 for t in "${selected[@]}"; do
-    level=${t%%:*} path=${t#*:}
+    level=${t%%:*} path=${t#*:} config=""
+    if [[ "$path" == *@* ]]; then config=${path##*@}; path=${path%@*}; fi
     name=$(basename "$path"); name=${name%.*}
     log=$LOGS/$level-$name.log
+    if [ -n "$config" ] && [ "$config" != plain ]; then
+        name="$name[$config]"
+        log=$LOGS/$level-$name.log
+    fi
     start=${EPOCHREALTIME/./}
     case $path in
-        *.py) cmd=(env PYTHONUNBUFFERED=1 /usr/bin/python3 "$path") ;;
-        *) cmd=("$path") ;;
+        *.py) cmd=(env PYTHONUNBUFFERED=1 DIST_BIND_LAB_CONFIG="${config:-plain}" /usr/bin/python3 "$path") ;;
+        *) cmd=(env DIST_BIND_LAB_CONFIG="${config:-plain}" "$path") ;;
     esac
     timeout -k 10 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1
     rc=$?

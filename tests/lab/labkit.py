@@ -77,12 +77,29 @@ class Test:
         sys.exit(1 if self.failures else 0)
 
 
+def lab_config():
+    """The lab configuration this run is for (tests/run.sh sets
+    DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
+    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes)."""
+    words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
+    unknown = words - {"plain", "cgroup"}
+    if unknown:
+        raise SystemExit("DIST_BIND_LAB_CONFIG: unknown words %s" % sorted(unknown))
+    return words
+
+
 class Lab:
-    def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None):
+    def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
+                 cli_filter=None):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
-        (srun keeps the plain build: its process is not sanitized)."""
+        (srun keeps the plain build: its process is not sanitized).
+        The lab configuration comes from lab_config(); cli_filter: a Lua
+        script for cli_filter/lua."""
         require_lab()
+        self.config = lab_config()
+        self.cgroup = "cgroup" in self.config
+        self.cli_filter = cli_filter
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
@@ -109,6 +126,11 @@ class Lab:
         cmd = [os.path.join(HERE, "lab.sh"), "up", "--cpus", str(self.cpus), "--gpus", str(self.gpus)]
         if self.resv_ports:
             cmd.append("--resv-ports")
+        if self.cgroup:
+            cmd.append("--cgroup")
+        if self.cli_filter:
+            cmd += ["--cli-filter", self.cli_filter]
+        print("(lab: %s%s)" % (" ".join(sorted(self.config)), ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
         if self.sanitize_dir:
             env["LAB_SLURMD_ENV"] = self._slurmd_env()
