@@ -14,6 +14,7 @@ LIBDIR     ?= $(PREFIX)/lib/$(MULTIARCH)
 SLURM_PLUGINDIR ?= $(LIBDIR)/slurm-wlm
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/dist-bind
 B          := build
 
 CC         ?= gcc
@@ -123,6 +124,8 @@ install-plugin: $(PLUGIN)
 	sed 's|@PLUGINDIR@|$(SLURM_PLUGINDIR)|' packaging/plugstack.d-dist-bind.conf \
 	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
 	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+	install -d $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 packaging/cli_filter/cli_filter.lua $(DESTDIR)$(DOCDIR)/examples/cli_filter.lua
 
 install-man:
 	for s in 1 3 8; do \

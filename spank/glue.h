@@ -34,6 +34,8 @@ db_request db_glue_effective(void);
 
 /* srun: slurm_spank_local_user_init. */
 int db_local_user_init(spank_t sp);
+/* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
+void db_local_devices_hint(spank_t sp, const db_request *eff);
 
 /* slurmstepd: slurm_spank_user_init, slurm_spank_task_init, slurm_spank_exit. */
 int db_remote_user_init(spank_t sp);

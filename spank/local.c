@@ -89,6 +89,7 @@ int db_local_user_init(spank_t sp) {
 
     if (!db_glue.cfg_ok) return -1;
     eff = db_glue_effective();
+    db_local_devices_hint(sp, &eff);
     if (!db_srun_needs_rank0(&db_glue.cfg, &eff, (const char *const *)environ)) return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {

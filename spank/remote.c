@@ -85,7 +85,7 @@ int db_remote_task_init(spank_t sp) {
     db_task_input in = {0};
     db_task_plan *tp = NULL;
     size_t i, n;
-    int rc = -1, active;
+    int rc = -1, active, planned;
 
     if (db_glue.node_failed) return fail_task();
     if (!db_glue.node) return 0;
@@ -103,8 +103,10 @@ int db_remote_task_init(spank_t sp) {
         in.local_rank = (uint32_t)local;
     }
     in.env = job_env(sp);
-    if (db_task_plan_new(db_glue.node, &in, &tp, err, sizeof err) != 0) {
-        slurm_error(DB_PREFIX "%s", err);
+    planned = db_task_plan_new(db_glue.node, &in, &tp, err, sizeof err);
+    if (planned != 0) {
+        /* An error every task of the node shares is reported by one. */
+        if (planned != DB_ERR_NODE || in.local_rank == 0) slurm_error(DB_PREFIX "%s", err);
         goto out;
     }
     n = db_task_plan_count(tp);

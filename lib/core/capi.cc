@@ -104,12 +104,19 @@ int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *
 int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err,
                      size_t errlen) {
     *out = nullptr;
-    return guarded(err, errlen, [&] {
-        db::TaskPlan plan = db::plan_task(*np, *in);
-        auto *p = new db_task_plan();
-        static_cast<db::TaskPlan &>(*p) = std::move(plan);
-        *out = p;
+    bool node_wide = false;
+    int rc = guarded(err, errlen, [&] {
+        try {
+            db::TaskPlan plan = db::plan_task(*np, *in);
+            auto *p = new db_task_plan();
+            static_cast<db::TaskPlan &>(*p) = std::move(plan);
+            *out = p;
+        } catch (const db::NodeError &) {
+            node_wide = true;
+            throw;
+        }
     });
+    return rc != 0 && node_wide ? DB_ERR_NODE : rc;
 }
 
 size_t db_task_plan_count(const db_task_plan *tp) { return tp ? tp->set.size() + tp->unset.size() : 0; }

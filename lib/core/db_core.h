@@ -64,6 +64,27 @@ typedef struct db_config {
  * removed from every task's environment. */
 #define DB_RANK0_HINT "DIST_BIND_RANK0_ADDR"
 
+/* Variable srun uses to tell the nodes what only srun and slurmctld know:
+ * "cgroup" (TaskPlugin task/cgroup with ConstrainDevices=yes in slurmctld's
+ * configuration: Slurm confines the devices of a task it binds per task and
+ * numbers its lists inside the cgroup) or "none", then ",task-sharing"
+ * (--gres-flags=allow-task-sharing: bound, not confined) and
+ * ",gpus-per-task=K" (the step asked for K GPUs per task).  Removed from
+ * every task. */
+#define DB_DEVICES_HINT "DIST_BIND_SRUN_DEVICES"
+
+/* srun: the value of DB_DEVICES_HINT into `out`, from slurmctld's
+ * TaskPlugin, its cgroup.conf as slurm_print_key_pairs() prints it ("Name =
+ * value" lines), srun's argv and environment (--gres-flags, --gpus-per-task,
+ * --tres-per-task and their SLURM_* variables).  Pure; -1 only when `out`
+ * is too small or memory ran out. */
+int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
+                 const char *const *env, char *out, size_t outlen);
+
+/* db_task_plan_new's return value for an error that every task of the node
+ * reports alike: the glue reports it once per node (local task 0). */
+#define DB_ERR_NODE (-2)
+
 /* Set in every task with the values dist-bind chose, so that an srun run
  * inside a task (e.g. in `srun --pty bash`) can tell what it inherited from
  * dist-bind from what the user exported: "JOB.STEP" and "ADDR:PORT". */
@@ -160,7 +181,7 @@ const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);
  * none).  On error the plan is unchanged and closest acts as rank. */
 int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen);
 
-/* The variables for one task. */
+/* The variables for one task: 0, or -1 (or DB_ERR_NODE) with `err` set. */
 int db_task_plan_new(const db_node_plan *np, const db_task_input *in,
                      db_task_plan **out, char *err, size_t errlen);
 size_t db_task_plan_count(const db_task_plan *tp);

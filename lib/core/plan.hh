@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "db_core.h"
+#include "text.hh"
 
 namespace db {
 
@@ -33,6 +34,11 @@ struct Closest {
     std::vector<ClosestTask> tasks;
 };
 
+// Whether a task Slurm binds per task can open only its own GPUs (device
+// cgroup with ConstrainDevices=yes; Slurm then numbers every list inside
+// the cgroup) or every GPU it is shown.
+enum class Devices { Unknown, Open, Confined };
+
 struct NodePlan {
     bool active = false;
     std::string skip_reason;
@@ -51,6 +57,13 @@ struct NodePlan {
     // Empty: no GPUs in the step on this node (or none handled in this mode).
     // [0] is the primary list; the others are rewritten to match it.
     std::vector<GpuVar> gpus;
+    // The step's GPUs as Slurm names them on the node (SLURM_STEP_GPUS), by
+    // position in gpus[0].step; gpus[0].step itself where it has none.
+    std::vector<std::string> gpu_names;
+    Devices devices = Devices::Unknown;
+    bool task_sharing = false;  // --gres-flags=allow-task-sharing: bound, not confined
+    size_t gpus_per_task = 0;   // what the step asked for, from srun; 0: not known
+    std::string devices_from;   // for verbose
 
     Closest closest;  // closest mode only
 
@@ -63,6 +76,12 @@ struct TaskPlan {
     std::string verbose;  // empty unless verbose
 };
 
+// An error that every task of the node would report alike: the glue
+// reports it once per node (db_task_plan_new returns DB_ERR_NODE).
+struct NodeError : Error {
+    using Error::Error;
+};
+
 NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
 TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
 // Checks the choice against the plan (task count, positions, one k) and
@@ -72,6 +91,12 @@ void set_closest(NodePlan &np, const db_closest_input &c);
 // MASTER_PORT from the admin's range when nothing else gives one: distinct
 // for consecutive step ids of one job, spread over jobs.
 unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id);
+
+// "JOB.STEP".
+std::string step_name(uint32_t job, uint32_t step);
+// MASTER_ADDR/MASTER_PORT as dist-bind set them for an enclosing step
+// ("ADDR:PORT" in DB_MASTER_MARK), or empty.
+std::pair<std::string, std::string> inherited_master(const char *const *env);
 
 }  // namespace db
 

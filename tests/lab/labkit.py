@@ -18,10 +18,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import devmodel  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(ROOT, "build", "spank_dist_bind.so"))
 PROBE = os.path.join(HERE, "probe.sh")
 SAN_PLUGIN = os.path.join(ROOT, "build", "asan", "spank_dist_bind.so")
+CLI_FILTER = os.path.join(ROOT, "packaging", "cli_filter", "cli_filter.lua")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 # The variables a task reports; see probe.sh.
@@ -29,8 +32,9 @@ FIELDS = [
     "SLURM_PROCID", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_STEP_ID",
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
     "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "DIST_BIND_DEVICE",
-    "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "HOSTNAME_",
+    "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "CUDA_DEVICE_ORDER",
+    "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_SRUN_DEVICES",
+    "HOSTNAME_", "OPEN_", "ALLOC_",
 ]
 
 
@@ -95,10 +99,15 @@ class Lab:
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
         The lab configuration comes from lab_config(); cli_filter: a Lua
-        script for cli_filter/lua."""
+        script for cli_filter/lua, None for the default (the packaged
+        dist-bind filter in the cgroup configuration, as the README tells
+        sites with device cgroups to install it; none otherwise), False for
+        none."""
         require_lab()
         self.config = lab_config()
         self.cgroup = "cgroup" in self.config
+        if cli_filter is None:
+            cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
@@ -376,32 +385,28 @@ def parse_probe(text):
     return rows
 
 
-def own_gpus(row):
-    """The GPUs device DIST_BIND_DEVICE (and the next k-1) resolve to."""
-    vis = row["CUDA_VISIBLE_DEVICES"].split(",")
-    k = len(row["DIST_BIND_GPUS"].split(","))
-    d = int(row["DIST_BIND_DEVICE"])
-    return vis[d:d + k]
+def device_of(row, ordinal):
+    """The GPU (global index) CUDA device `ordinal` is for this task, or None."""
+    seen = devmodel.cuda_view(row, devmodel.expand(row.get("OPEN_")))
+    return seen[ordinal] if 0 <= ordinal < len(seen) else None
 
 
-def resolve(row, ordinal):
-    """The GPU that CUDA device `ordinal` is for this task (None if absent)."""
-    vis = (row.get("CUDA_VISIBLE_DEVICES") or "").split(",")
-    return vis[ordinal] if 0 <= ordinal < len(vis) and vis[ordinal] != "" else None
-
-
-def check_mapping(t, base, fixed, mode, own, node_gpus, master=None):
+def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
     """Assert the dist-bind promise for every task.
 
     base/fixed: tables of the same job without and with --dist-bind.
-    own(rank) -> the GPUs Slurm gave that task (as Slurm numbered them).
-    node_gpus(host) -> the step's GPUs on that node (any order).
-    """
+    own(rank) -> the GPUs the task owns (global indices; default: what
+    Slurm bound it to in `base`), None for a job without GPUs.  The step's
+    GPUs per node come from slurmctld (the probe's ALLOC_); which GPUs a
+    task can open from the task itself (OPEN_), so this holds with and
+    without device cgroups (see devmodel)."""
+    own = own or bound_own(base)
     t.eq(sorted(fixed), sorted(base), "same ranks with and without --dist-bind")
     hosts = sorted({b["SLURMD_NODENAME"] for b in base.values()})
     n = len(base)
     ports = {f["MASTER_PORT"] for f in fixed.values()}
     t.eq(len(ports), 1, "one MASTER_PORT in the whole step %s" % sorted(ports, key=str))
+    alloc = devmodel.node_alloc(fixed) or devmodel.node_alloc(base)
     for r in sorted(base):
         b, f = base[r], fixed.get(r)
         if f is None:
@@ -422,39 +427,36 @@ def check_mapping(t, base, fixed, mode, own, node_gpus, master=None):
         want_master = master if master is not None else base[0]["SLURMD_NODENAME"]
         t.eq(f["MASTER_ADDR"], want_master, pre + "MASTER_ADDR is rank 0's host")
         t.eq(f["DIST_BIND_MODE"], mode, pre + "DIST_BIND_MODE")
-        t.eq(f["DIST_BIND_RANK0_ADDR"], None, pre + "srun's hint is not left in the task")
+        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_SRUN_DEVICES"):
+            t.eq(f[hint], None, pre + "srun's %s is not left in the task" % hint)
         mine = own(r)
         if mine is None:  # no GPUs in this job
             for v in ("CUDA_VISIBLE_DEVICES", "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "CUDA_DEVICE_ORDER"):
                 t.eq(f[v], None, pre + v + " not set without GPUs")
             continue
-        k = len(mine)
-        vis = f["CUDA_VISIBLE_DEVICES"].split(",")
-        t.eq(f["DIST_BIND_GPUS"], ",".join(mine), pre + "DIST_BIND_GPUS = the GPUs Slurm gave it")
+        seen = devmodel.cuda_view(f, devmodel.expand(f["OPEN_"]))
+        # Bound per task inside a device cgroup, a task can open only its
+        # own GPUs, which Slurm names inside the cgroup.
+        confined = set(devmodel.expand(f["OPEN_"])) < set(alloc[host])
+        want_names = f["CUDA_VISIBLE_DEVICES"] if confined else ",".join(str(g) for g in mine)
+        t.eq(f["DIST_BIND_GPUS"], want_names, pre + "DIST_BIND_GPUS = the GPUs Slurm gave it, as Slurm names them")
         t.eq(f["CUDA_DEVICE_ORDER"], "PCI_BUS_ID", pre + "CUDA_DEVICE_ORDER")
-        if mode in ("rank", "closest"):
-            t.eq(f["DIST_BIND_DEVICE"], str(local * k), pre + "DIST_BIND_DEVICE = LOCAL_RANK*k")
-            t.eq(vis[local * k:local * k + k], mine, pre + "device LOCAL_RANK*k.. is its own GPU")
-            t.eq(sorted(vis), sorted(node_gpus(host)), pre + "visible = the step's GPUs on the node")
+        if mode in ("rank", "closest") and not share:
+            t.eq(sorted(seen), sorted(alloc[host]), pre + "CUDA sees the step's GPUs on the node")
         elif mode == "isolate":
-            t.eq(f["DIST_BIND_DEVICE"], "0", pre + "DIST_BIND_DEVICE")
-            t.eq(vis, mine, pre + "only its own GPU(s) visible")
+            t.eq(seen, mine, pre + "CUDA sees only its own GPU(s)")
         elif mode == "env":
             t.eq(f["CUDA_VISIBLE_DEVICES"], b["CUDA_VISIBLE_DEVICES"], pre + "GPU visibility untouched")
-            t.eq(resolve(f, int(f["DIST_BIND_DEVICE"])), mine[0], pre + "DIST_BIND_DEVICE is its own GPU")
-        for other in ("GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"):
-            if b[other] is not None and mode != "env":
-                t.eq(f[other], f["CUDA_VISIBLE_DEVICES"], pre + other + " rewritten to match")
+    bad = devmodel.violations(fixed, own, lambda host: alloc[host], mode, share)
+    t.ok(not bad, "the device invariant holds for every task (%d violations) %s" % (len(bad), bad[:3]))
 
 
 def bound_own(base):
-    """Own GPUs when Slurm bound every task: what it saw without dist-bind."""
-    return lambda r: base[r]["CUDA_VISIBLE_DEVICES"].split(",")
+    """Own GPUs when Slurm bound every task: what it gave them without dist-bind."""
+    return lambda r: devmodel.own_from_slurm(base[r])
 
 
-def union_gpus(base):
-    """The step's GPUs per node when Slurm bound every task."""
-    per = {}
-    for b in base.values():
-        per.setdefault(b["SLURMD_NODENAME"], set()).update(b["CUDA_VISIBLE_DEVICES"].split(","))
-    return lambda host: sorted(per[host])
+def unbound_own(base):
+    """Without per-task binding, local task i owns the i-th step GPU."""
+    alloc = devmodel.node_alloc(base)
+    return lambda r: [alloc[base[r]["SLURMD_NODENAME"]][int(base[r]["SLURM_LOCALID"])]]

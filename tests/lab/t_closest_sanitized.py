@@ -4,6 +4,7 @@ and UBSan inside real slurmd/slurmstepd: the spool's cached XML, a real
 machine's topology, the NVIDIA driver's view, a broken cache and live
 discovery all run in slurmstepd's user_init, and no report may name
 anything but Slurm's own (suppressed) leaks."""
+# lab-configs: plain cgroup
 import os
 import sys
 

@@ -1,18 +1,14 @@
 #!/usr/bin/python3
 """The layouts of the lab-notes table, each against the same job without
 --dist-bind: cyclic, arbitrary (rank 0 on node2), map_gpu, --gpus-per-node
-without binding, more tasks than GPUs, no GPUs, --gpu-bind=none."""
+without binding, more tasks than GPUs, no GPUs, --gpu-bind=none.  In the
+cgroup configuration an explicit per-task --gpu-bind confines each task to
+its own GPU, so rank refuses it there (t_cgroup has the details)."""
+# lab-configs: plain cgroup
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, union_gpus
-
-ALL4 = lambda host: ["0", "1", "2", "3"]
-
-
-def unbound_own(base):
-    """Without per-task binding, local task i owns the i-th step GPU."""
-    return lambda r: [base[r]["CUDA_VISIBLE_DEVICES"].split(",")[int(base[r]["SLURM_LOCALID"])]]
-
+from labkit import Lab, Test, check_mapping, bound_own, unbound_own
+from devmodel import own_from_slurm
 
 t = Test("layouts")
 with Lab() as lab:
@@ -21,36 +17,41 @@ with Lab() as lab:
     base = lab.table(job)
     t.eq([base[r]["SLURMD_NODENAME"] for r in range(5)], ["node1", "node2", "node1", "node2", "node1"],
          "cyclic baseline alternates nodes")
-    check_mapping(t, base, lab.table(job + " --dist-bind"), "rank", bound_own(base), union_gpus(base))
+    check_mapping(t, base, lab.table(job + " --dist-bind"), "rank", bound_own(base))
 
     print("-- arbitrary, rank 0 on node2")
     job = "-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --gpus-per-node=4"
     base = lab.table(job)
     t.eq(base[0]["SLURMD_NODENAME"] if base else None, "node2", "baseline: rank 0 on node2")
     fixed = lab.table(job + " --dist-bind")
-    check_mapping(t, base, fixed, "rank", unbound_own(base), ALL4, master="node2")
+    check_mapping(t, base, fixed, "rank", unbound_own(base), master="node2")
     t.eq(fixed[1]["MASTER_ADDR"] if fixed else None, "node2", "rank 1 on node1 gets MASTER_ADDR=node2")
 
     print("-- map_gpu:1,0,3")
     job = "-N2 -n5 --gpus-per-node=4 --gpu-bind=map_gpu:1,0,3"
     base = lab.table(job)
-    t.eq([base[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["1", "0", "3"], "baseline binds 1,0,3 on node1")
-    fixed = lab.table(job + " --dist-bind")
-    check_mapping(t, base, fixed, "rank", bound_own(base), ALL4)
-    t.eq([fixed[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["1,0,2,3", "1,0,2,3", "0,1,3,2"],
-         "map_gpu: own GPU at LOCAL_RANK, the others in Slurm's order")
+    t.eq([own_from_slurm(base[r]) for r in range(3)], [[1], [0], [3]], "baseline binds 1,0,3 on node1")
+    if lab.cgroup:
+        r = lab.srun(job + " --dist-bind", ["/bin/echo", "RAN"])
+        t.ok(r.stdout.count("RAN") == 0 and "--gpu-bind=none" in r.stderr,
+             "cgroup: rank refuses tasks confined to their own GPU, naming --gpu-bind=none")
+    else:
+        fixed = lab.table(job + " --dist-bind")
+        check_mapping(t, base, fixed, "rank", bound_own(base))
+        t.eq([fixed[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["1,0,2,3", "1,0,2,3", "0,1,3,2"],
+             "map_gpu: own GPU at LOCAL_RANK, the others in Slurm's order")
     iso = lab.table(job + " --dist-bind=isolate")
-    check_mapping(t, base, iso, "isolate", bound_own(base), ALL4)
+    check_mapping(t, base, iso, "isolate", bound_own(base))
 
     print("-- --gpus-per-node=4 without binding")
     job = "-N2 -n5 --gpus-per-node=4"
     base = lab.table(job)
     t.eq({b["CUDA_VISIBLE_DEVICES"] for b in base.values()}, {"0,1,2,3"}, "baseline: every task sees all 4")
     for mode in ("rank", "isolate"):
-        check_mapping(t, base, lab.table(job + " --dist-bind=" + mode), mode, unbound_own(base), ALL4)
+        check_mapping(t, base, lab.table(job + " --dist-bind=" + mode), mode, unbound_own(base))
 
     print("-- more tasks than GPUs")
-    job = "-N1 -n3 --gpus-per-node=2"
+    job = "-N1 -n3 -w node1 --gpus-per-node=2"
     r = lab.srun(job + " --dist-bind", ["/bin/echo", "RAN"])
     t.ok(r.returncode != 0, "rank mode fails with 3 tasks on 2 GPUs (rc %d)" % r.returncode)
     t.eq(r.stdout.count("RAN"), 0, "no task ran on a GPU nobody chose")
@@ -63,19 +64,22 @@ with Lab() as lab:
     t.eq([shared[r]["DIST_BIND_DEVICE"] for r in range(3)], ["0", "1", "0"], "share: round-robin devices")
     t.eq({s["CUDA_VISIBLE_DEVICES"] for s in shared.values()}, {"0,1"}, "share: everyone sees the step's GPUs")
     t.eq([shared[r]["DIST_BIND_GPUS"] for r in range(3)], ["0", "1", "0"], "share: DIST_BIND_GPUS round-robin")
+    check_mapping(t, base, shared, "rank", lambda r: [r % 2], share=True)
 
     print("-- no GPUs at all")
     job = "-N2 -n5"
     base = lab.table(job)
     fixed = lab.table(job + " --dist-bind", env={"CUDA_VISIBLE_DEVICES": "3"})
-    check_mapping(t, base, fixed, "rank", lambda r: None, None)
+    check_mapping(t, base, fixed, "rank", lambda r: None)
 
     print("-- --gpu-bind=none")
     job = "-N2 -n5 --gpus-per-task=1 --gpu-bind=none"
     base = lab.table(job)
-    fixed = lab.table(job + " --dist-bind")
-    for r in sorted(fixed):
-        t.eq(fixed[r]["CUDA_VISIBLE_DEVICES"], base[r]["CUDA_VISIBLE_DEVICES"],
-             "gpu-bind=none: rank %d GPU variables as Slurm left them" % r)
-        t.eq(fixed[r]["RANK"], str(r), "gpu-bind=none: rank %d still gets RANK" % r)
+    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], [None] * 5, "baseline: Slurm sets no list")
+    for mode in ("rank", "isolate"):
+        check_mapping(t, base, lab.table(job + " --dist-bind=" + mode), mode, unbound_own(base))
+    fixed = lab.table(job + " --dist-bind=env")
+    check_mapping(t, base, fixed, "env", unbound_own(base))
+    t.eq([f["DIST_BIND_DEVICE"] for _, f in sorted(fixed.items())], ["0", "1", "2", "0", "1"],
+         "env: DIST_BIND_DEVICE is the own GPU among all the task sees")
 t.done()

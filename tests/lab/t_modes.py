@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Every mode on the seed layout, and k=2 GPUs per task, each compared with
 the same job without --dist-bind."""
+# lab-configs: plain cgroup
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, union_gpus
+from labkit import Lab, Test, check_mapping, bound_own
+from devmodel import own_from_slurm
 
 t = Test("modes")
 with Lab() as lab:
@@ -14,7 +16,7 @@ with Lab() as lab:
         print("-- mode " + mode)
         fixed = lab.table(job + " --dist-bind=" + mode)
         t.eq(len(fixed), 5, mode + ": 5 tasks")
-        check_mapping(t, base, fixed, mode, bound_own(base), union_gpus(base))
+        check_mapping(t, base, fixed, mode, bound_own(base))
 
     print("-- mode off")
     off = lab.table(job + " --dist-bind=off")
@@ -32,9 +34,8 @@ with Lab() as lab:
     print("-- k=2")
     job2 = "-N2 -n3 --gpus-per-task=2"
     base2 = lab.table(job2)
-    t.eq([base2[r]["CUDA_VISIBLE_DEVICES"] for r in range(3)], ["0,1", "2,3", "0,1"],
-         "k=2 baseline as Slurm binds it")
+    t.eq([own_from_slurm(base2[r]) for r in range(3)], [[0, 1], [2, 3], [0, 1]], "k=2 baseline as Slurm binds it")
     for mode in ("rank", "isolate"):
         fixed2 = lab.table(job2 + " --dist-bind=" + mode)
-        check_mapping(t, base2, fixed2, mode, bound_own(base2), union_gpus(base2))
+        check_mapping(t, base2, fixed2, mode, bound_own(base2))
 t.done()

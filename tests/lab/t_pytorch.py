@@ -2,6 +2,7 @@
 """A real client: PyTorch (Debian's python3-torch, gloo, env://) all_reduce
 under srun -N2 -n5 --gpus-per-task=1 --dist-bind, also with rank 0 on node2.
 Without --dist-bind the same program cannot even start."""
+# lab-configs: plain cgroup
 import os, re, subprocess, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, skip, HERE

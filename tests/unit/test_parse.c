@@ -200,6 +200,60 @@ START_TEST(srun_lookup_needed) {
 }
 END_TEST
 
+/* srun's word to the nodes: device cgroups from slurmctld's configuration
+ * as the public API prints it, the step's --gres-flags and GPUs per task
+ * from srun's options (argv without the program) and environment. */
+static const struct {
+    const char *task_plugin, *cgroup, *args, *env, *want;
+} hint_rows[] = {
+    {"task/cgroup", "CgroupPlugin            = cgroup/v1\nConstrainDevices        = yes\n", "srun -n2", "", "cgroup"},
+    {"task/affinity,task/cgroup", "ConstrainDevices = yes", "", "", "cgroup"},
+    {"affinity,cgroup", "ConstrainDevices=yes", "", "", "cgroup"},
+    {"task/cgroup", "ConstrainDevices        = no\n", "", "", "none"},
+    {"task/cgroup", "ConstrainCores = yes\nConstrainRAMSpace = yes", "", "", "none"},
+    {"task/none", "ConstrainDevices = yes", "", "", "none"},
+    {"task/affinity", "", "", "", "none"},
+    {NULL, "ConstrainDevices = yes", "", "", "none"},
+    {"task/cgroup", NULL, "", "", "none"},
+    {"task/cgroupx", "ConstrainDevices = yes", "", "", "none"},
+    {"task/cgroup", "ConstrainDevicesX = yes", "", "", "none"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing -n2", "", "cgroup,task-sharing"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags enforce-binding,allow-task-sharing", "",
+     "cgroup,task-sharing"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=enforce-binding", "", "cgroup"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags", "", "cgroup"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun", "SLURM_GRES_FLAGS=allow-task-sharing", "cgroup,task-sharing"},
+    {"task/none", "", "srun --gres-flags=allow-task-sharing", "", "none"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun", "SLURM_GRES_FLAGS=disable-binding", "cgroup"},
+    {"task/none", "", "srun -N2 --gpus-per-task=2", "", "none,gpus-per-task=2"},
+    {"task/none", "", "srun --gpus-per-task a100:4", "", "none,gpus-per-task=4"},
+    {"task/none", "", "srun --tres-per-task=cpu=4,gres/gpu:2", "", "none,gpus-per-task=2"},
+    {"task/none", "", "srun --tres-per-task=cpu=10,gres/gpu:gtx=1", "", "none,gpus-per-task=1"},
+    {"task/none", "", "srun", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=3"},
+    {"task/none", "", "srun", "SLURM_TRES_PER_TASK=cpu=10,gres/gpu:gtx=1", "none,gpus-per-task=1"},
+    {"task/none", "", "srun --gpus-per-task=1", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=1"},
+    {"task/none", "", "srun --gpus-per-task=x", "", "none"},
+    {"task/none", "", "srun --gpus-per-task=0", "", "none"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing --gpus-per-task=1", "",
+     "cgroup,task-sharing,gpus-per-task=1"},
+};
+
+START_TEST(srun_hint_row) {
+    char **argv = NULL, **env = make_env(hint_rows[_i].env), out[64];
+    int argc = make_argv(hint_rows[_i].args, &argv);
+    int rc = db_srun_hint(hint_rows[_i].task_plugin, hint_rows[_i].cgroup, argc, (const char *const *)argv,
+                          (const char *const *)env, out, sizeof out);
+    ck_assert_msg(rc == 0 && strcmp(out, hint_rows[_i].want) == 0, "row %d (%s / %s / %s / %s): got %s, want %s", _i,
+                  hint_rows[_i].task_plugin, hint_rows[_i].cgroup, hint_rows[_i].args, hint_rows[_i].env,
+                  rc ? "error" : out, hint_rows[_i].want);
+    ck_assert_msg(db_srun_hint(hint_rows[_i].task_plugin, hint_rows[_i].cgroup, argc, (const char *const *)argv,
+                               (const char *const *)env, out, 4) == -1,
+                  "row %d: a buffer too small is an error", _i);
+    free_env(argv);
+    free_env(env);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("parse");
     TCase *tc = tcase_create("rows");
@@ -208,6 +262,7 @@ int main(void) {
     tcase_add_loop_test(tc, hostlist_row, 0, (int)(sizeof host_rows / sizeof host_rows[0]));
     tcase_add_test(tc, master_addr_formats);
     tcase_add_test(tc, srun_lookup_needed);
+    tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

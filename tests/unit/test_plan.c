@@ -51,8 +51,9 @@ static const struct row rows[] = {
 
     /* --- every mode on rank 1 of the seed layout ----------------------------------- */
     {"mode isolate", "isolate", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
-     "CUDA_VISIBLE_DEVICES=1|GPU_DEVICE_ORDINAL=1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|DIST_BIND_MODE=isolate", NULL,
-     NULL},
+     "CUDA_VISIBLE_DEVICES=1|ROCR_VISIBLE_DEVICES=1|GPU_DEVICE_ORDINAL=0|HIP_VISIBLE_DEVICES=0|DIST_BIND_DEVICE=0|"
+     "DIST_BIND_GPUS=1|DIST_BIND_MODE=isolate",
+     NULL, NULL},
     {"mode closest falls back to rank", "closest,verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_MODE=closest", NULL, "closest: no topology"},
     {"mode env leaves GPUs alone", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
@@ -80,7 +81,9 @@ static const struct row rows[] = {
 
     /* --- --gpu-bind=map_gpu:1,0,3 with 4 GPUs per node ------------------------------ */
     {"map_gpu task0", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 0, 0, TASK("1"),
-     "CUDA_VISIBLE_DEVICES=1,0,2,3|GPU_DEVICE_ORDINAL=1,0,2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=1,0,2,3|ROCR_VISIBLE_DEVICES=1,0,2,3|GPU_DEVICE_ORDINAL=0,1,2,3|"
+     "HIP_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1",
+     NULL, NULL},
     {"map_gpu task1", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 1, 1, TASK("0"),
      "CUDA_VISIBLE_DEVICES=1,0,2,3|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=0", NULL, NULL},
     {"map_gpu task2", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("3"),
@@ -141,7 +144,7 @@ static const struct row rows[] = {
      "CUDA_VISIBLE_DEVICES=6|DIST_BIND_GPUS=6", NULL, NULL},
     {"cgroup-local numbering", "", "", 7, 0, 1, 0, 2, 2,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=2,3|CUDA_VISIBLE_DEVICES=0,1", 1, 1,
-     "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|-SLURM_STEP_GPUS",
+     "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=3|-SLURM_STEP_GPUS",
      NULL, NULL},
     {"GPU UUIDs", "", "", 7, 0, 1, 0, 2, 2,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1, 1,
@@ -151,13 +154,116 @@ static const struct row rows[] = {
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=1",
      "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|-CUDA_VISIBLE_DEVICES", NULL, NULL},
 
+    /* --- device cgroups (task/cgroup, ConstrainDevices=yes): Slurm numbers the lists
+     *     inside the cgroup; a task bound per task can open only its own GPU ------------ */
+#define CG_N1 STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup"
+#define CG_TASK(l, names) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l \
+                          "|SLURM_STEP_GPUS=" names "|" DB_DEVICES_HINT "=cgroup"
+    {"cgroup, bound per task: rank cannot keep its promise", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 1, 1,
+     CG_TASK("0", "0"), NULL, "node node1&confines each task of step 7.0&--gpu-bind=none&allow-task-sharing&isolate",
+     NULL},
+    {"cgroup, bound per task: closest neither", "closest", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2, CG_TASK("0", "0"), NULL,
+     "--dist-bind=closest&--gpu-bind=none", NULL},
+    {"cgroup, bound per task: rank,share neither", "share", "", 7, 0, 2, 0, 5, 3, CG_N1, 0, 0, CG_TASK("0", "0"), NULL,
+     "--gpu-bind=none", NULL},
+    {"cgroup, bound per task: isolate keeps Slurm's lists", "isolate,verbose", "", 7, 0, 2, 0, 5, 3, CG_N1, 1, 1,
+     CG_TASK("0", "0"),
+     "-CUDA_VISIBLE_DEVICES|-ROCR_VISIBLE_DEVICES|-HIP_VISIBLE_DEVICES|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0|"
+     "~" DB_DEVICES_HINT,
+     NULL, "confines this task to its own GPUs&from slurmctld's configuration"},
+    {"cgroup, bound per task: env", "env", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2, CG_TASK("0", "0"),
+     "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0", NULL, NULL},
+    {"cgroup, task sharing: bound, not confined", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup,task-sharing", 1, 1, CG_TASK("1", "1"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    {"cgroup, task sharing first task", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup,task-sharing", 0, 0, CG_TASK("0", "0"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0", NULL, NULL},
+    {"cgroup, a list not numbered 0..k-1 is step-wide", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2, CG_TASK("2", "2"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2", NULL, NULL},
+    {"cgroup, not bound (--gpus-per-node): every step GPU openable", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2,
+     CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
+    {"cgroup, not bound, task 0", "", "", 7, 0, 2, 1, 5, 2, STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup", 3, 0,
+     CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
+    {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1, STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup",
+     4, 0, CG_TASK("0,1", "0,1"), "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+    {"cgroup seen in the lists, no hint", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=1,3|CUDA_VISIBLE_DEVICES=0,1", 1, 1,
+     "CUDA_VISIBLE_DEVICES=0|SLURM_STEP_GPUS=1", NULL, "confines each task", NULL},
+    {"node-wide numbering seen, the hint is overruled", "verbose", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("2,3") "|" DB_DEVICES_HINT "=cgroup", 0, 0, TASK("3"),
+     "CUDA_VISIBLE_DEVICES=3,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3", NULL, "disagrees with Slurm's GPU lists"},
+    {"no hint, nothing seen: assumed open", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1", NULL, NULL},
+    {"hint none", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=none", 1, 1,
+     TASK("1") "|" DB_DEVICES_HINT "=none",
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|~" DB_DEVICES_HINT, NULL, NULL},
+    {"hint garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=cgroups", 1, 1, TASK("1"), NULL,
+     DB_DEVICES_HINT "=\"cgroups\"&expected \"none\" or \"cgroup\"", NULL},
+    {"hint: task-sharing without cgroup", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=none,task-sharing", 1,
+     1, TASK("1"), NULL, DB_DEVICES_HINT "=\"none,task-sharing\"", NULL},
+    {"hint: bad GPU count", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=none,gpus-per-task=0", 1, 1,
+     TASK("1"), NULL, DB_DEVICES_HINT "=\"none,gpus-per-task=0\"", NULL},
+    {"hint: huge GPU count", "", "", 7, 0, 2, 0, 5, 3,
+     SEED_N1 "|" DB_DEVICES_HINT "=none,gpus-per-task=99999999999999999999", 1, 1, TASK("1"), NULL,
+     "gpus-per-task=99999999999999999999", NULL},
+
+    /* --- --gpu-bind=none: Slurm sets no list for the task; every step GPU is openable
+     *     (inside the step's cgroup, numbered from 0; without cgroups, node-wide) ---------- */
+#define NOBIND_N1 STEP2("3,2") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=0,1,2|" DB_DEVICES_HINT "=cgroup"
+    {"gpu-bind=none, cgroup: rank", "verbose", "", 7, 0, 2, 0, 5, 3, NOBIND_N1, 1, 1, "SLURMD_TRES_BIND=gpu:none",
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=2|CUDA_DEVICE_ORDER=PCI_BUS_ID", NULL,
+     "Slurm set no CUDA_VISIBLE_DEVICES for this task"},
+    {"gpu-bind=none, cgroup: rank task 2", "", "", 7, 0, 2, 0, 5, 3, NOBIND_N1, 2, 2, "",
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=3", NULL, NULL},
+    {"gpu-bind=none, cgroup: isolate", "isolate", "", 7, 0, 2, 0, 5, 3, NOBIND_N1, 2, 2, "",
+     "CUDA_VISIBLE_DEVICES=2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3", NULL, NULL},
+    {"gpu-bind=none, cgroup: env leaves it unset", "env", "", 7, 0, 2, 0, 5, 3, NOBIND_N1, 2, 2, "",
+     "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=3", NULL, NULL},
+    {"gpu-bind=none, no cgroup: node-wide numbers", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=1,2,3", 0, 0, "",
+     "CUDA_VISIBLE_DEVICES=1,2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+    {"gpu-bind=none, no cgroup: env", "env", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=1,2,3", 2, 2, "",
+     "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=3|DIST_BIND_GPUS=3", NULL, NULL},
+    {"gpu-bind=none, 2 GPUs per task asked", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
+     "", "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, 2 per task isolate", "isolate", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
+     "", "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, asked more per task than fit: one each", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
+     "", "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    {"gpu-bind=none, more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, "", NULL, "node1&3 tasks&2 GPUs", NULL},
+
+    /* --- MIG: a CUDA process uses only the first MIG instance it is shown ------------------ */
+#define MIGS "MIG-1111aaaa-0000-0000-0000-000000000001,MIG-1111aaaa-0000-0000-0000-000000000002,MIG-2222bbbb-0000-0000-0000-000000000003"
+    {"MIG, bound: own instance alone", "verbose", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=" MIGS, 1, 1,
+     "CUDA_VISIBLE_DEVICES=MIG-1111aaaa-0000-0000-0000-000000000002",
+     "CUDA_VISIBLE_DEVICES=MIG-1111aaaa-0000-0000-0000-000000000002|DIST_BIND_DEVICE=0|"
+     "DIST_BIND_GPUS=MIG-1111aaaa-0000-0000-0000-000000000002",
+     NULL, "MIG: a CUDA process uses only the first MIG instance"},
+    {"MIG, unbound: the local_rank-th instance alone", "", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|CUDA_VISIBLE_DEVICES=" MIGS "|SLURM_STEP_GPUS=0,1,2", 2, 2,
+     "CUDA_VISIBLE_DEVICES=" MIGS, "CUDA_VISIBLE_DEVICES=MIG-2222bbbb-0000-0000-0000-000000000003|DIST_BIND_DEVICE=0", NULL,
+     NULL},
+    {"MIG, isolate: the same", "isolate", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|CUDA_VISIBLE_DEVICES=" MIGS "|SLURM_STEP_GPUS=0,1,2", 0, 0,
+     "CUDA_VISIBLE_DEVICES=" MIGS, "CUDA_VISIBLE_DEVICES=MIG-1111aaaa-0000-0000-0000-000000000001|DIST_BIND_DEVICE=0",
+     NULL, NULL},
+
     /* --- no GPUs / GPU binding off -------------------------------------------------------------- */
     {"no GPUs: rank variables only", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2"), 1, 1, "",
      RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_MODE=rank|-CUDA_VISIBLE_DEVICES|"
      "-DIST_BIND_DEVICE|-DIST_BIND_GPUS|-CUDA_DEVICE_ORDER",
      NULL, NULL},
-    {"gpu-bind=none: task has no list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, "",
-     "RANK=1|-CUDA_VISIBLE_DEVICES|-DIST_BIND_DEVICE", NULL, NULL},
+    {"gpu-bind=none: lists from the step's GPUs", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, "",
+     "RANK=1|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|GPU_DEVICE_ORDINAL=0,1,2|DIST_BIND_DEVICE=1|"
+     "DIST_BIND_GPUS=1",
+     NULL, NULL},
 
     /* --- more tasks than GPUs --------------------------------------------------------------------- */
     {"more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3, "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"),
@@ -399,11 +505,44 @@ START_TEST(hashed_ports) {
 }
 END_TEST
 
+/* Errors every task of the node would report alike come back as
+ * DB_ERR_NODE, so the glue reports them once per node; others as -1. */
+START_TEST(node_wide_errors) {
+    static const struct {
+        const char *step_env, *task_env;
+        int want;
+    } cases[] = {
+        {CG_N1, CG_TASK("0", "0"), DB_ERR_NODE},                                          /* confined */
+        {"SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2"), TASK("1,2"), DB_ERR_NODE}, /* k */
+        {SEED_N1, TASK("7"), -1},                                                         /* one task's list */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char err[DB_ERRLEN], **senv = make_env(cases[c].step_env), **tenv = make_env(cases[c].task_env);
+        db_config cfg;
+        db_request eff = {DB_MODE_RANK, 0, 0, 0};
+        db_node_plan *np = NULL;
+        db_task_plan *tp = NULL;
+        int nt = c == 1 ? 2 : 5, local = c == 1 ? 2 : 3;
+        ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
+        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv};
+        db_task_input ti = {1, 1, (const char *const *)tenv};
+        ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "case %zu: %s", c, err);
+        int rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
+        ck_assert_msg(rc == cases[c].want, "case %zu: rc %d, want %d (%s)", c, rc, cases[c].want, err);
+        ck_assert(tp == NULL);
+        db_node_plan_free(np);
+        free_env(senv);
+        free_env(tenv);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("rows");
     tcase_add_loop_test(tc, plan_row, 0, (int)(sizeof rows / sizeof rows[0]));
     tcase_add_test(tc, hashed_ports);
+    tcase_add_test(tc, node_wide_errors);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -40,7 +40,8 @@ static const struct row rows[] = {
      NULL, NULL},
     /* Own GPU 2 at device 1, the others in Slurm's order around it. */
     {"closest task 1 gets GPU 2", "closest,verbose", 4, 4, N1("4") GPUS("0,1,2,3"), 1, 1, TASK("1"), CYC, NULL,
-     "CUDA_VISIBLE_DEVICES=0,2,1,3|GPU_DEVICE_ORDINAL=0,2,1,3|ROCR_VISIBLE_DEVICES=0,2,1,3|DIST_BIND_DEVICE=1|"
+     "CUDA_VISIBLE_DEVICES=0,2,1,3|GPU_DEVICE_ORDINAL=0,1,2,3|ROCR_VISIBLE_DEVICES=0,2,1,3|HIP_VISIBLE_DEVICES=0,1,2,3|"
+     "DIST_BIND_DEVICE=1|"
      "DIST_BIND_GPUS=2|DIST_BIND_NUMA=8|DIST_BIND_NICS=mlx5_2,mlx5_3|LOCAL_RANK=1",
      NULL, "gpus=2 visible=0,2,1,3 device=1 mode=closest&closest: " SRC},
     {"closest task 2 gets GPU 1", "closest", 4, 4, N1("4") GPUS("0,1,2,3"), 2, 2, TASK("2"), CYC, NULL,

@@ -1,0 +1,103 @@
+// srun's word to the nodes (DB_DEVICES_HINT) about what they cannot see:
+//
+// - whether Slurm confines the devices of a task it binds per task.  It
+//   numbers a task's GPU lists inside the task's device cgroup, and confines
+//   a task it binds per task to its own GPUs, exactly when TaskPlugin
+//   includes task/cgroup and cgroup.conf has ConstrainDevices=yes (unless
+//   the step asked for --gres-flags=allow-task-sharing);
+// - how many GPUs each task asked for (--gpus-per-task, --tres-per-task),
+//   which the nodes need where Slurm binds none (--gpu-bind=none).
+#include <cstring>
+#include <string>
+
+#include "db_core.h"
+#include "text.hh"
+
+namespace db {
+namespace {
+
+// "Name = value" lines as slurm_print_key_pairs() writes them.
+std::string key_pair(std::string_view text, std::string_view name) {
+    for (std::string_view line : split(text, '\n')) {
+        if (line.substr(0, name.size()) != name) continue;
+        std::string_view rest = line.substr(name.size());
+        size_t eq = rest.find_first_not_of(" \t");
+        if (eq == std::string_view::npos || rest[eq] != '=') continue;
+        rest = rest.substr(eq + 1);
+        size_t b = rest.find_first_not_of(" \t"), e = rest.find_last_not_of(" \t\r");
+        return b == std::string_view::npos ? std::string() : std::string(rest.substr(b, e - b + 1));
+    }
+    return {};
+}
+
+bool has_plugin(std::string_view list, std::string_view plugin) {
+    for (std::string_view p : split(list, ','))
+        if (p == plugin || p == plugin.substr(plugin.find('/') + 1)) return true;
+    return false;
+}
+
+bool gres_flags_share(std::string_view flags) {
+    for (std::string_view f : split(flags, ','))
+        if (f == "allow-task-sharing") return true;
+    return false;
+}
+
+// GPUs per task from --gpus-per-task ("N", "TYPE:N") or from --tres-per-task
+// ("cpu=2,gres/gpu:N", "gres/gpu:TYPE=N", ...); 0 where it names none.
+uint64_t count_of(std::string_view v) {
+    size_t sep = v.find_last_of(":=");
+    uint64_t n = 0;
+    return parse_uint(sep == std::string_view::npos ? v : v.substr(sep + 1), 1u << 20, n) ? n : 0;
+}
+
+uint64_t tres_gpus(std::string_view tres) {
+    for (std::string_view t : split(tres, ','))
+        if (t.substr(0, 8) == "gres/gpu" || t.substr(0, 8) == "gres:gpu") return count_of(t.substr(8));
+    return 0;
+}
+
+// The value of srun option `name` in argv ("--name=V" or "--name V"), or
+// nullptr; the last one wins, as for srun itself.
+const char *option(int argc, const char *const *argv, std::string_view name) {
+    const char *found = nullptr;
+    for (int i = 0; i < argc && argv[i]; i++) {
+        std::string_view a = argv[i];
+        if (a.size() > name.size() + 2 && a.substr(0, 2) == "--" && a.substr(2, name.size()) == name &&
+            a[name.size() + 2] == '=')
+            found = argv[i] + name.size() + 3;
+        else if (a.size() == name.size() + 2 && a.substr(0, 2) == "--" && a.substr(2) == name && i + 1 < argc)
+            found = argv[i + 1];
+    }
+    return found;
+}
+
+}  // namespace
+}  // namespace db
+
+extern "C" int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
+                            const char *const *env, char *out, size_t outlen) try {
+    using namespace db;
+    const std::string constrain = key_pair(cgroup_conf ? cgroup_conf : "", "ConstrainDevices");
+    std::string hint = "none";
+    if (task_plugins && has_plugin(task_plugins, "task/cgroup") && (constrain == "yes" || constrain == "Yes")) {
+        hint = "cgroup";
+        const char *flags = option(argc, argv, "gres-flags");
+        if (!flags) flags = env_get(env, "SLURM_GRES_FLAGS");
+        if (flags && gres_flags_share(flags)) hint += ",task-sharing";
+    }
+    uint64_t k = 0;
+    if (const char *v = option(argc, argv, "gpus-per-task"))
+        k = count_of(v);
+    else if (const char *t = option(argc, argv, "tres-per-task"))
+        k = tres_gpus(t);
+    else if (const char *e = env_get(env, "SLURM_GPUS_PER_TASK"))
+        k = count_of(e);
+    else if (const char *te = env_get(env, "SLURM_TRES_PER_TASK"))
+        k = tres_gpus(te);
+    if (k) hint += ",gpus-per-task=" + std::to_string(k);
+    if (hint.size() >= outlen) return -1;
+    copy_out(hint, out, outlen);
+    return 0;
+} catch (...) {
+    return -1;  // out of memory: no word rather than a wrong one
+}

@@ -1,0 +1,306 @@
+// The node's share of the plan (slurmstepd, user_init): checks of the
+// step's counts, MASTER_ADDR/MASTER_PORT, the step's GPU lists on this node
+// and how Slurm numbers them, closest's choice.
+#include <algorithm>
+
+#include "options.hh"
+#include "plan.hh"
+#include "text.hh"
+
+namespace db {
+
+std::string step_name(uint32_t job, uint32_t step) {
+    return std::to_string(job) + "." + std::to_string(step);
+}
+
+std::pair<std::string, std::string> inherited_master(const char *const *env) {
+    const char *mark = env_get(env, DB_MASTER_MARK);
+    if (!mark) return {};
+    std::string m(mark);
+    size_t colon = m.rfind(':');
+    if (colon == std::string::npos) return {};
+    return {m.substr(0, colon), m.substr(colon + 1)};
+}
+
+namespace {
+
+// The GPU lists Slurm sets for a task; the first one present is primary.
+constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"};
+
+void check_counts(const db_node_input &in) {
+    auto bad = [&](const std::string &what) {
+        throw Error("inconsistent step " + step_name(in.job_id, in.step_id) + ": " + what);
+    };
+    if (in.nnodes == 0) bad("0 nodes");
+    if (in.ntasks == 0) bad("0 tasks");
+    if (in.local_ntasks == 0) bad("0 tasks on this node");
+    if (in.node_id >= in.nnodes)
+        bad("node index " + std::to_string(in.node_id) + " >= node count " + std::to_string(in.nnodes));
+    if (in.local_ntasks > in.ntasks)
+        bad(std::to_string(in.local_ntasks) + " tasks on this node > " + std::to_string(in.ntasks) + " in the step");
+
+    // Slurm's own summary must agree with the items.
+    if (const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE")) {
+        std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE");
+        uint64_t sum = 0;
+        for (uint32_t c : counts) sum += c;
+        const std::string what = quoted("SLURM_STEP_TASKS_PER_NODE", tpn);
+        if (counts.size() != in.nnodes)
+            throw Error(what + ": " + std::to_string(counts.size()) + " nodes, but the step has " +
+                        std::to_string(in.nnodes));
+        if (sum != in.ntasks)
+            throw Error(what + ": " + std::to_string(sum) + " tasks, but the step has " + std::to_string(in.ntasks));
+        if (counts[in.node_id] != in.local_ntasks)
+            throw Error(what + ": " + std::to_string(counts[in.node_id]) + " tasks on node " +
+                        std::to_string(in.node_id) + ", but it runs " + std::to_string(in.local_ntasks));
+    }
+}
+
+// The user's own value: set, and not what dist-bind set for an enclosing step.
+const char *users(const char *const *env, const char *name, const std::string &inherited) {
+    const char *v = env_get(env, name);
+    if (!v || !*v || (!inherited.empty() && inherited == v)) return nullptr;
+    return v;
+}
+
+void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
+    const auto inherited = inherited_master(in.env);
+    const char *user_addr = users(in.env, "MASTER_ADDR", inherited.first);
+    const char *hint = env_get(in.env, DB_RANK0_HINT);
+    if (user_addr) {
+        np.master_addr = user_addr;
+        np.master_addr_from = "set by user";
+    } else if (hint && *hint) {
+        np.master_addr = hint;
+        np.master_addr_from = "from srun";
+    } else {
+        const char *dist = env_get(in.env, "SLURM_DISTRIBUTION");
+        const char *why = nullptr;
+        if (cfg.addr_kind == DB_ADDR_NODEADDR)
+            why = "master_addr=addr needs rank 0's NodeAddr";
+        else if (distribution_is_arbitrary(dist))
+            why = "with --distribution=arbitrary only srun knows rank 0's node";
+        if (why)
+            throw Error(std::string("MASTER_ADDR: ") + why + ", but srun did not pass " + DB_RANK0_HINT +
+                        " (is dist-bind in the plugstack.conf srun reads?)");
+        // Every other distribution (block, cyclic, plane) starts on the
+        // step's first node.
+        const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
+        if (!nodes) throw Error("SLURM_STEP_NODELIST is not set: cannot tell rank 0's node for MASTER_ADDR");
+        np.master_addr = format_master_addr(cfg, hostlist_nth(nodes, 0), nullptr);
+        np.master_addr_from = "first node of the step";
+    }
+
+    const char *user_port = users(in.env, "MASTER_PORT", inherited.second);
+    const char *resv = env_get(in.env, "SLURM_STEP_RESV_PORTS");
+    if (user_port) {
+        uint64_t p;
+        if (!parse_uint(user_port, 65535, p) || p == 0)
+            throw Error(quoted("MASTER_PORT", user_port) + " (set before srun): expected a port 1..65535");
+        np.master_port = user_port;
+        np.master_port_from = "set by user";
+    } else if (np.req.port) {
+        np.master_port = std::to_string(np.req.port);
+        np.master_port_from = "port=";
+    } else if (resv && *resv) {
+        np.master_port = std::to_string(first_port(resv, "SLURM_STEP_RESV_PORTS"));
+        np.master_port_from = "reserved port";
+    } else {
+        np.master_port = std::to_string(hashed_port(cfg, in.job_id, in.step_id));
+        np.master_port_from = "hashed";
+    }
+    if (user_port && np.req.port && std::to_string(np.req.port) != user_port)
+        np.notes.push_back("MASTER_PORT set by user wins over port=" + std::to_string(np.req.port));
+}
+
+void plan_gpus(const db_node_input &in, NodePlan &np) {
+    // Slurm names the step's GPUs in SLURM_STEP_GPUS whenever it allocated
+    // some; without it, any GPU list here is the user's, not Slurm's.
+    if (!env_get(in.env, "SLURM_STEP_GPUS")) return;
+    for (const char *name : kGpuVars) {
+        const char *v = env_get(in.env, name);
+        if (!v) continue;
+        if (np.gpus.empty()) {
+            np.gpus.push_back(GpuVar{name, parse_gpu_list(v, name)});
+            continue;
+        }
+        // A further list Slurm was not told to set (gres.conf Flags=) keeps
+        // the user's value: rewrite it only where it matches the first.
+        try {
+            GpuVar g{name, parse_gpu_list(v, name)};
+            if (g.step.size() == np.gpus[0].step.size()) {
+                np.gpus.push_back(std::move(g));
+                continue;
+            }
+        } catch (const Error &) {
+        }
+        np.notes.push_back(quoted(name, v) + " does not match " + np.gpus[0].name + ": left alone");
+    }
+    if (np.gpus.empty()) return;
+    const size_t n = np.gpus[0].step.size();
+    const int m = np.req.mode;
+    const bool picks = m == DB_MODE_RANK || m == DB_MODE_CLOSEST || m == DB_MODE_ISOLATE;
+    if (picks && !np.req.share && in.local_ntasks > n)
+        throw Error("node " + np.host + " runs " + std::to_string(in.local_ntasks) + " tasks of step " +
+                    step_name(in.job_id, in.step_id) + " but has only " + std::to_string(n) +
+                    " GPUs of the step (" + np.gpus[0].name + "=" + join(np.gpus[0].step) +
+                    "): add \"share\" (--dist-bind=" + db_mode_name(m) +
+                    ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
+}
+
+// Does Slurm confine each task it binds to its own GPUs (task/cgroup with
+// ConstrainDevices=yes)?  Then it numbers every list inside the cgroup
+// ("0" is the first GPU the process can open) and a task it bound per task
+// can open only its own GPUs.  Slurm's lists say so where they can: a
+// numeric step list that is not 0..n-1 is numbered node-wide, one that
+// differs from SLURM_STEP_GPUS (the node's names) is numbered inside the
+// cgroup.  Otherwise srun's word, from slurmctld's configuration, decides.
+void plan_devices(const db_node_input &in, NodePlan &np) {
+    if (np.gpus.empty()) return;
+    const std::vector<std::string> &step = np.gpus[0].step;
+    bool numeric = true, from_zero = true;
+    for (size_t i = 0; i < step.size(); i++) {
+        uint64_t v;
+        if (!parse_uint(step[i], 999999, v)) numeric = false;
+        if (step[i] != std::to_string(i)) from_zero = false;
+    }
+    // Indices may be numbered inside a cgroup; UUIDs name GPUs everywhere.
+    np.gpu_names = step;
+    const char *names = env_get(in.env, "SLURM_STEP_GPUS");
+    if (names && numeric) {
+        try {
+            std::vector<std::string> g = parse_gpu_list(names, "SLURM_STEP_GPUS");
+            if (g.size() == step.size()) np.gpu_names = std::move(g);
+        } catch (const Error &) {
+        }
+    }
+    Devices seen = Devices::Unknown;
+    if (numeric && !from_zero)
+        seen = Devices::Open;
+    else if (numeric && np.gpu_names != step)
+        seen = Devices::Confined;
+
+    Devices said = Devices::Unknown;
+    if (const char *hint = env_get(in.env, DB_DEVICES_HINT)) {
+        auto bad = [&] {
+            return Error(quoted(DB_DEVICES_HINT, hint) +
+                         ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\" "
+                         "(srun sets it)");
+        };
+        const std::vector<std::string_view> words = split(hint, ',');
+        if (words[0] == "none")
+            said = Devices::Open;
+        else if (words[0] == "cgroup")
+            said = Devices::Confined;
+        else
+            throw bad();
+        for (size_t i = 1; i < words.size(); i++) {
+            uint64_t k;
+            if (words[i] == "task-sharing" && said == Devices::Confined)
+                np.task_sharing = true;
+            else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
+                np.gpus_per_task = static_cast<size_t>(k);
+            else
+                throw bad();
+        }
+    }
+    if (seen != Devices::Unknown) {
+        np.devices = seen;
+        np.devices_from = "from Slurm's GPU lists";
+        if (said != Devices::Unknown && said != seen)
+            np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " disagrees with Slurm's GPU lists here");
+    } else if (said != Devices::Unknown) {
+        np.devices = said;
+        np.devices_from = "from slurmctld's configuration, via srun";
+    } else {
+        np.devices = Devices::Open;
+        np.devices_from = std::string("assumed: srun passed no ") + DB_DEVICES_HINT;
+    }
+}
+
+}  // namespace
+
+unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id) {
+    // splitmix64 finaliser spreads jobs over the range; adding the step id
+    // afterwards keeps the steps of one job on consecutive, distinct ports.
+    uint64_t x = job_id + 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    const uint64_t span = static_cast<uint64_t>(cfg.port_hi) - cfg.port_lo + 1;
+    return static_cast<unsigned>(cfg.port_lo + (x + step_id) % span);
+}
+
+NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in) {
+    NodePlan np;
+    np.req = eff;
+    np.job_id = in.job_id;
+    np.step_id = in.step_id;
+    np.nnodes = in.nnodes;
+    np.node_id = in.node_id;
+    np.ntasks = in.ntasks;
+    np.local_ntasks = in.local_ntasks;
+    if (in.step_id > DB_MAX_NORMAL_STEP_ID) {
+        np.skip_reason = "not a job step started by srun (batch, extern or interactive step)";
+        return np;
+    }
+    if (eff.mode == DB_MODE_OFF || eff.mode == DB_MODE_UNSET) {
+        np.skip_reason = "mode off";
+        np.clean_inherited = true;
+        return np;
+    }
+    // The SPANK items of a heterogeneous step describe one component, while
+    // ranks span all of them.
+    if (const char *het = env_get(in.env, "SLURM_HET_SIZE"))
+        throw Error("heterogeneous steps (srun A : B, SLURM_HET_SIZE=" + std::string(het) +
+                    ") are not supported: run each component as its own step, or without --dist-bind");
+    check_counts(in);
+    const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
+    if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
+    np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
+    plan_master(cfg, in, np);
+    plan_gpus(in, np);
+    plan_devices(in, np);
+    np.active = true;
+    return np;
+}
+
+void set_closest(NodePlan &np, const db_closest_input &c) {
+    Closest out;
+    if (c.source) out.source = c.source;
+    if (c.fallback) {
+        out.fallback = c.fallback;
+        np.closest = std::move(out);
+        return;
+    }
+    if (np.req.mode != DB_MODE_CLOSEST || !np.active) throw Error("closest: the plan is not in closest mode");
+    if (np.gpus.empty()) throw Error("closest: the step has no GPUs on this node");
+    const size_t n = np.gpus[0].step.size();
+    if (c.ntasks != np.local_ntasks || (c.ntasks && !c.tasks))
+        throw Error("closest: a choice for " + std::to_string(c.ntasks) + " tasks, but node " + np.host + " runs " +
+                    std::to_string(np.local_ntasks));
+    std::vector<bool> used(n, false);
+    for (size_t t = 0; t < c.ntasks; t++) {
+        const db_closest_task &ct = c.tasks[t];
+        if (ct.ngpus == 0 || !ct.gpus || ct.ngpus != c.tasks[0].ngpus)
+            throw Error("closest: task " + std::to_string(t) + " got " + std::to_string(ct.ngpus) +
+                        " GPUs; every task needs the same number, at least 1");
+        ClosestTask task;
+        for (size_t i = 0; i < ct.ngpus; i++) {
+            const size_t p = ct.gpus[i];
+            if (p >= n || used[p])
+                throw Error("closest: task " + std::to_string(t) + " got GPU position " + std::to_string(p) +
+                            (p >= n ? " of " + std::to_string(n) : " twice"));
+            used[p] = true;
+            task.gpus.push_back(p);
+        }
+        task.numa = ct.numa < 0 ? -1 : ct.numa;
+        if (ct.nics) task.nics = ct.nics;
+        out.tasks.push_back(std::move(task));
+    }
+    out.chosen = true;
+    np.closest = std::move(out);
+}
+
+}  // namespace db

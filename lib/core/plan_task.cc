@@ -1,0 +1,349 @@
+// The task's share of the plan (slurmstepd, task_init): the rank
+// variables, the task's own GPUs and the lists it is shown, the verbose
+// line, and what an enclosing step's dist-bind left behind.
+#include <algorithm>
+
+#include "plan.hh"
+#include "text.hh"
+
+namespace db {
+
+namespace {
+
+// What dist-bind sets in a task; with DB_STEP_MARK naming another step,
+// these came from an enclosing step and are dropped where not set anew.
+constexpr const char *kOwnVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
+                                    "GROUP_RANK", "GROUP_WORLD_SIZE", "DIST_BIND_MODE", "DIST_BIND_DEVICE",
+                                    "DIST_BIND_GPUS", "DIST_BIND_NUMA", "DIST_BIND_NICS", "HIP_VISIBLE_DEVICES",
+                                    DB_STEP_MARK, DB_MASTER_MARK};
+
+// Position of each of `own` in `step`.
+std::vector<size_t> positions(const std::vector<std::string> &step, const std::vector<std::string> &own) {
+    std::vector<size_t> pos;
+    for (const std::string &g : own)
+        pos.push_back(static_cast<size_t>(std::find(step.begin(), step.end(), g) - step.begin()));
+    return pos;
+}
+
+std::string pick(const std::vector<std::string> &list, const std::vector<size_t> &idx) {
+    std::string out;
+    for (size_t i = 0; i < idx.size(); i++) {
+        if (i) out += ',';
+        out += list[idx[i]];
+    }
+    return out;
+}
+
+// "0,1,...,n-1".
+std::string first_n(size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
+    return out;
+}
+
+bool is_first_n(const std::vector<std::string> &list) {
+    for (size_t i = 0; i < list.size(); i++)
+        if (list[i] != std::to_string(i)) return false;
+    return true;
+}
+
+// Did an enclosing step's dist-bind set this task's variables?
+bool inherited_step(const NodePlan &np, const char *const *env) {
+    const char *mark = env_get(env, DB_STEP_MARK);
+    return mark && step_name(np.job_id, np.step_id) != mark;
+}
+
+// Unset what an enclosing step's dist-bind set and this plan does not set.
+void drop_inherited(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
+    if (!inherited_step(np, in.env)) return;
+    auto is_set = [&](const std::string &name) {
+        for (const auto &kv : tp.set)
+            if (kv.first == name) return true;
+        return false;
+    };
+    const auto master = inherited_master(in.env);
+    for (const char *name : kOwnVars)
+        if (env_get(in.env, name) && !is_set(name)) tp.unset.emplace_back(name);
+    const std::pair<const char *, const std::string *> ours[] = {{"MASTER_ADDR", &master.first},
+                                                                  {"MASTER_PORT", &master.second}};
+    for (const auto &o : ours) {
+        const char *v = env_get(in.env, o.first);
+        if (v && !o.second->empty() && *o.second == v && !is_set(o.first)) tp.unset.emplace_back(o.first);
+    }
+}
+
+// One task's GPU planning: what Slurm gave it, what it owns, what it sees.
+class TaskGpus {
+  public:
+    TaskGpus(const NodePlan &np, const db_task_input &in, TaskPlan &tp, std::vector<std::string> &notes)
+        : np_(np), in_(in), tp_(tp), notes_(notes), step_(np.gpus[0].step), mode_(np.req.mode) {}
+
+    void plan() {
+        const GpuVar &primary = np_.gpus[0];
+        task_list_ = env_get(in_.env, primary.name.c_str());
+        // No list for the task (--gpu-bind=none): as if Slurm had not bound
+        // it, every GPU of the step on the node is its to use.
+        mine_ = task_list_ ? parse_gpu_list(task_list_, primary.name) : step_;
+        if (!task_list_)
+            notes_.push_back("Slurm set no " + primary.name +
+                             " for this task: the lists are built from the step's GPUs on the node");
+        if (confined()) return keep_slurms_lists();
+        for (const std::string &g : mine_)
+            if (std::find(step_.begin(), step_.end(), g) == step_.end())
+                throw Error(quoted(primary.name, task_list_) + ": GPU " + g + " is not one of the step's GPUs on node " +
+                            np_.host + " (" + join(step_) + ")");
+        choose_own();
+        choose_visible();
+        write();
+    }
+
+    std::string gpus_shown = "none", visible_shown = "unset", device_shown = "none";
+
+  private:
+    void set(const std::string &name, std::string value) { tp_.set.emplace_back(name, std::move(value)); }
+    bool bound_per_task() const { return task_list_ && mine_ != step_ && np_.local_ntasks > 1; }
+
+    // A task Slurm bound per task under a device cgroup can open only its
+    // own GPUs, which Slurm numbers 0..k-1 (a list that is not, under
+    // --gres-flags=allow-task-sharing, is numbered step-wide instead).
+    bool confined() const {
+        if (np_.devices != Devices::Confined || np_.task_sharing || !bound_per_task()) return false;
+        uint64_t v;
+        const bool numeric = std::all_of(mine_.begin(), mine_.end(),
+                                         [&](const std::string &g) { return parse_uint(g, 999999, v); });
+        return !numeric || is_first_n(mine_);
+    }
+
+    // Nothing else can be shown: rank/closest cannot keep their promise,
+    // isolate and env find Slurm's own lists already right.
+    void keep_slurms_lists() {
+        const std::string mode = db_mode_name(mode_);
+        if (mode_ == DB_MODE_RANK || mode_ == DB_MODE_CLOSEST)
+            throw NodeError(
+                "node " + np_.host + ": Slurm confines each task of step " + step_name(np_.job_id, np_.step_id) +
+                " to the GPU it bound it to (task/cgroup with ConstrainDevices=yes), so --dist-bind=" + mode +
+                " cannot show a task the node's other GPUs of the step. Add --gpu-bind=none to srun, sbatch or "
+                "salloc (each task can then open the step's GPUs, and dist-bind gives each its own), or use "
+                "--gres-flags=allow-task-sharing (Slurm 23.11.4 and later), or --dist-bind=isolate");
+        notes_.push_back("Slurm confines this task to its own GPUs (device cgroup) and numbers them inside it: "
+                         "its lists are kept as Slurm set them");
+        set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        set("DIST_BIND_DEVICE", "0");
+        set("DIST_BIND_GPUS", join(mine_));
+        gpus_shown = join(mine_);
+        visible_shown = task_list_;
+        device_shown = "0";
+    }
+
+    // The task's own GPUs: in closest mode the node's topology choice; else
+    // what Slurm bound it to, else the local_rank-th of the step's GPUs (a
+    // node's only task owns them all).
+    void choose_own() {
+        const bool bound = mine_ != step_ || np_.local_ntasks == 1;
+        near_ = mode_ == DB_MODE_CLOSEST && np_.closest.chosen ? &np_.closest.tasks[in_.local_rank] : nullptr;
+        // The topology choice was made for k GPUs per task before the tasks
+        // existed; where Slurm bound this task to another number, rank's
+        // rule keeps the promise instead.
+        if (near_ && mine_ != step_ && near_->gpus.size() != mine_.size()) {
+            notes_.push_back("closest: Slurm gave this task " + std::to_string(mine_.size()) +
+                             " GPUs, the topology choice has " + std::to_string(near_->gpus.size()) +
+                             ", choosing as rank");
+            near_ = nullptr;
+        }
+        const size_t n = step_.size();
+        if (near_) {
+            own_ = near_->gpus;
+        } else if (bound) {
+            own_ = positions(step_, mine_);
+        } else {
+            // k GPUs each where the step asked for k per task and they fit.
+            const size_t k = np_.gpus_per_task && np_.local_ntasks * np_.gpus_per_task <= n ? np_.gpus_per_task : 1;
+            for (size_t j = 0; j < k; j++) own_.push_back((in_.local_rank * k + j) % n);
+        }
+        const size_t k = own_.size();
+        overflow_ = static_cast<uint64_t>(np_.local_ntasks) * k > n;
+        if (overflow_ && !np_.req.share && mode_ != DB_MODE_ENV)
+            throw NodeError("node " + np_.host + " runs " + std::to_string(np_.local_ntasks) + " tasks of step " +
+                            step_name(np_.job_id, np_.step_id) + " with " + std::to_string(k) +
+                            " GPUs each but has only " + std::to_string(n) + " GPUs of the step (" +
+                            np_.gpus[0].name + "=" + join(step_) + "): add \"share\" (--dist-bind=" +
+                            db_mode_name(mode_) + ",share) to share GPUs round-robin");
+    }
+
+    // The visible list, as positions in the step's list, and the device
+    // ordinal of the task's first GPU in it.
+    void choose_visible() {
+        const size_t n = step_.size(), k = own_.size();
+        const bool mig = std::any_of(step_.begin(), step_.end(),
+                                     [](const std::string &g) { return g.compare(0, 4, "MIG-") == 0; });
+        if (mode_ == DB_MODE_ENV) {
+            visible_ = positions(step_, mine_);
+            device_ = static_cast<size_t>(std::find(visible_.begin(), visible_.end(), own_[0]) - visible_.begin());
+        } else if (mode_ == DB_MODE_ISOLATE) {
+            visible_ = own_;
+        } else if (mig) {
+            // A CUDA process uses only the first MIG instance it is shown.
+            visible_ = own_;
+            notes_.push_back("MIG: a CUDA process uses only the first MIG instance it is shown, so this task is "
+                             "shown its own alone, as device 0");
+        } else if (overflow_) {
+            // Shared round-robin: everyone sees the step's list as Slurm
+            // ordered it; DIST_BIND_DEVICE says which device is this task's.
+            for (size_t i = 0; i < n; i++) visible_.push_back(i);
+            device_ = own_[0];
+            notes_.push_back("share: " + std::to_string(np_.local_ntasks) + " tasks on " + std::to_string(n) +
+                             " GPUs, device " + std::to_string(device_) + " is this task's");
+        } else {
+            // rank/closest: own GPUs at LOCAL_RANK*k, the rest in Slurm's order.
+            device_ = static_cast<size_t>(in_.local_rank) * k;
+            std::vector<bool> taken(n, false);
+            for (size_t p : own_) taken[p] = true;
+            size_t next = 0;
+            for (size_t slot = 0; slot < n; slot++) {
+                if (slot >= device_ && slot < device_ + k) {
+                    visible_.push_back(own_[slot - device_]);
+                } else {
+                    while (taken[next]) next++;
+                    visible_.push_back(next++);
+                }
+            }
+        }
+    }
+
+    // Every list Slurm set (for the task, or for the step where it set none
+    // for the task).  ROCm applies ROCR_VISIBLE_DEVICES first, then
+    // HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) and, for OpenCL,
+    // GPU_DEVICE_ORDINAL as ordinals among what remains: where Slurm set
+    // ROCR_VISIBLE_DEVICES with the others, it alone orders the GPUs for
+    // ROCm and the second stage is 0..m-1; CUDA reads CUDA_VISIBLE_DEVICES
+    // alone, so it keeps the order.
+    void write_lists() {
+        auto has = [&](const char *name) {
+            return std::any_of(np_.gpus.begin(), np_.gpus.end(), [&](const GpuVar &g) {
+                return g.name == name && (!task_list_ || env_get(in_.env, name));
+            });
+        };
+        const bool rocr = has("ROCR_VISIBLE_DEVICES");
+        for (const GpuVar &g : np_.gpus) {
+            if (task_list_ && !env_get(in_.env, g.name.c_str())) continue;
+            const bool second_stage = rocr && g.name == "GPU_DEVICE_ORDINAL";
+            set(g.name, second_stage ? first_n(visible_.size()) : pick(g.step, visible_));
+        }
+        if (rocr && has("CUDA_VISIBLE_DEVICES")) {
+            const char *user = env_get(in_.env, "HIP_VISIBLE_DEVICES");
+            if (user && !inherited_step(np_, in_.env) && first_n(visible_.size()) != user)
+                notes_.push_back(quoted("HIP_VISIBLE_DEVICES", user) +
+                                 " replaced: ROCR_VISIBLE_DEVICES already orders the GPUs for ROCm");
+            set("HIP_VISIBLE_DEVICES", first_n(visible_.size()));
+        }
+    }
+
+    void write() {
+        if (mode_ != DB_MODE_ENV) write_lists();
+        set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        std::string device = std::to_string(device_);
+        if (mode_ == DB_MODE_ENV && !task_list_) {
+            // Nothing listed: CUDA numbers every GPU the task can open, in
+            // the numbering of Slurm's step list.
+            uint64_t v;
+            device = parse_uint(step_[own_[0]], 999999, v) ? step_[own_[0]] : "";
+            if (device.empty())
+                notes_.push_back("no list and GPU names, not indices: DIST_BIND_DEVICE not set");
+        }
+        if (!device.empty()) set("DIST_BIND_DEVICE", device);
+        set("DIST_BIND_GPUS", pick(np_.gpu_names, own_));
+        if (near_) {
+            // Where the task sits; a value the user exported wins.
+            const bool ours = inherited_step(np_, in_.env);
+            auto where = [&](const char *name, const std::string &value) {
+                if (value.empty()) return;
+                if (env_get(in_.env, name) && !ours)
+                    notes_.push_back(std::string(name) + " set by user wins over " + value);
+                else
+                    set(name, value);
+            };
+            where("DIST_BIND_NUMA", near_->numa >= 0 ? std::to_string(near_->numa) : std::string());
+            where("DIST_BIND_NICS", near_->nics);
+        }
+        gpus_shown = pick(np_.gpu_names, own_);
+        visible_shown = mode_ == DB_MODE_ENV ? (task_list_ ? task_list_ : "unset") : pick(step_, visible_);
+        device_shown = device.empty() ? "none" : device;
+    }
+
+    const NodePlan &np_;
+    const db_task_input &in_;
+    TaskPlan &tp_;
+    std::vector<std::string> &notes_;
+    const std::vector<std::string> &step_;
+    const int mode_;
+    const char *task_list_ = nullptr;
+    std::vector<std::string> mine_;
+    const ClosestTask *near_ = nullptr;
+    std::vector<size_t> own_, visible_;
+    size_t device_ = 0;
+    bool overflow_ = false;
+};
+
+void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
+    auto set = [&](const char *name, std::string value) { tp.set.emplace_back(name, std::move(value)); };
+    set("RANK", std::to_string(in.global_rank));
+    set("WORLD_SIZE", std::to_string(np.ntasks));
+    set("LOCAL_RANK", std::to_string(in.local_rank));
+    set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
+    set("NODE_RANK", std::to_string(np.node_id));
+    set("GROUP_RANK", std::to_string(np.node_id));
+    set("GROUP_WORLD_SIZE", std::to_string(np.nnodes));
+    set("MASTER_ADDR", np.master_addr);
+    set("MASTER_PORT", np.master_port);
+    set("DIST_BIND_MODE", db_mode_name(np.req.mode));
+    set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
+    set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
+    for (const char *hint : {DB_RANK0_HINT, DB_DEVICES_HINT})
+        if (env_get(in.env, hint)) tp.unset.emplace_back(hint);
+}
+
+}  // namespace
+
+TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
+    TaskPlan tp;
+    if (!np.active) {
+        if (np.clean_inherited) drop_inherited(np, in, tp);
+        return tp;
+    }
+    if (in.local_rank >= np.local_ntasks || in.global_rank >= np.ntasks)
+        throw Error("task " + std::to_string(in.global_rank) + " (local " + std::to_string(in.local_rank) +
+                    ") is outside step " + step_name(np.job_id, np.step_id) + " of " + std::to_string(np.ntasks) +
+                    " tasks, " + std::to_string(np.local_ntasks) + " on this node");
+    set_rank_vars(np, in, tp);
+
+    std::vector<std::string> notes = np.notes;
+    if (np.req.mode == DB_MODE_CLOSEST && !np.gpus.empty()) {
+        if (np.closest.chosen)
+            notes.push_back("closest: " + np.closest.source);
+        else
+            notes.push_back("closest: no topology information for these GPUs" +
+                            (np.closest.fallback.empty() ? std::string() : " (" + np.closest.fallback + ")") +
+                            ", choosing as rank");
+    }
+    std::string gpus = "none", visible = "unset", device = "none";
+    if (!np.gpus.empty()) {
+        if (np.devices == Devices::Confined)
+            notes.push_back("device cgroup: Slurm numbers GPU lists inside it (" + np.devices_from + ")");
+        TaskGpus g(np, in, tp, notes);
+        g.plan();
+        gpus = g.gpus_shown, visible = g.visible_shown, device = g.device_shown;
+    }
+    drop_inherited(np, in, tp);
+
+    if (np.req.verbose) {
+        tp.verbose = "dist-bind: rank=" + std::to_string(in.global_rank) + "/" + std::to_string(np.ntasks) +
+                     " host=" + np.host + " local_rank=" + std::to_string(in.local_rank) + "/" +
+                     std::to_string(np.local_ntasks) + " gpus=" + gpus + " visible=" + visible + " device=" + device +
+                     " mode=" + db_mode_name(np.req.mode) + " master=" + np.master_addr + ":" + np.master_port +
+                     " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")";
+        for (const std::string &n : notes) tp.verbose += "; " + n;
+    }
+    return tp;
+}
+
+}  // namespace db

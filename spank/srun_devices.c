@@ -1,0 +1,87 @@
+/*
+ * srun side: tell the nodes whether Slurm confines the devices of the tasks
+ * it binds per task, and how many GPUs each task asked for
+ * (DB_DEVICES_HINT, see db_core.h).  The nodes cannot read slurmctld's
+ * configuration themselves, and Slurm's GPU lists show it only sometimes;
+ * srun asks slurmctld once per step, through the public API
+ * (slurm_load_ctl_conf, slurm_print_key_pairs), looked up with dlsym as in
+ * local.c.  Failing to ask never fails the step: the nodes then go by
+ * Slurm's lists alone and say so in verbose.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+
+#include "glue.h"
+
+typedef int (*load_conf_f)(time_t, slurm_conf_t **);
+typedef void (*free_conf_f)(slurm_conf_t *);
+typedef void (*print_pairs_f)(FILE *, void *, char *);
+
+extern char **environ;
+
+/* srun's own options (its command line without the program and the
+ * program's arguments, which Slurm gives as S_JOB_ARGV); at most `max`. */
+static int srun_options(spank_t sp, char *buf, size_t len, const char **argv, int max) {
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    char **job_argv = NULL;
+    int argc = 0, job_argc = 0;
+    size_t n;
+    if (!f) return 0;
+    n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    if (n == len - 1) return 0; /* cut: better nothing than a wrong count */
+    buf[n] = '\0';
+    for (size_t i = 0; i < n && argc < max; i += strlen(buf + i) + 1) argv[argc++] = buf + i;
+    if (spank_get_item(sp, S_JOB_ARGV, &job_argc, &job_argv) != ESPANK_SUCCESS || job_argc < 0 ||
+        job_argc >= argc || !job_argv || !job_argv[0])
+        return 0;
+    /* The program is where srun's command line ends with the job's argv. */
+    for (int i = 0; i < job_argc; i++)
+        if (strcmp(argv[argc - job_argc + i], job_argv[i]) != 0) return 0;
+    return argc - job_argc;
+}
+
+void db_local_devices_hint(spank_t sp, const db_request *eff) {
+    load_conf_f load;
+    free_conf_f release;
+    print_pairs_f print;
+    slurm_conf_t *conf = NULL;
+    char *text = NULL, args[16384], hint[128];
+    const char *argv[512];
+    size_t len = 0;
+    FILE *mem;
+    int argc;
+
+    /* Never pass on a value from the user's or an enclosing task's
+     * environment. */
+    unsetenv(DB_DEVICES_HINT);
+    if (eff->mode != DB_MODE_RANK && eff->mode != DB_MODE_CLOSEST && eff->mode != DB_MODE_ISOLATE) return;
+    load = (load_conf_f)dlsym(RTLD_DEFAULT, "slurm_load_ctl_conf");
+    release = (free_conf_f)dlsym(RTLD_DEFAULT, "slurm_free_ctl_conf");
+    print = (print_pairs_f)dlsym(RTLD_DEFAULT, "slurm_print_key_pairs");
+    if (!load || !release || !print) {
+        slurm_verbose(DB_PREFIX "srun has no slurm_load_ctl_conf: cannot tell the nodes about device cgroups");
+        return;
+    }
+    if (load((time_t)0, &conf) != 0 || !conf) {
+        slurm_verbose(DB_PREFIX "cannot read slurmctld's configuration: cannot tell the nodes about device cgroups");
+        return;
+    }
+    mem = open_memstream(&text, &len);
+    if (mem) {
+        if (conf->cgroup_conf) print(mem, conf->cgroup_conf, (char *)"");
+        fclose(mem);
+    }
+    argc = srun_options(sp, args, sizeof args, argv, (int)(sizeof argv / sizeof argv[0]));
+    if (db_srun_hint(conf->task_plugin, text ? text : "", argc, argv, (const char *const *)environ, hint,
+                     sizeof hint) == 0 &&
+        setenv(DB_DEVICES_HINT, hint, 1) != 0)
+        slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_DEVICES_HINT);
+    free(text);
+    release(conf);
+}
