@@ -10,8 +10,8 @@
  *   4. then CUDA_VISIBLE_DEVICES: indices into that list, GPU-/MIG- UUIDs
  *      (a unique prefix is enough); the list ends at the first entry that
  *      names no visible device, or names one a second time;
- *   5. a MIG-enabled GPU shows its first instance, and a process that
- *      ends up with any MIG instance uses only the first one listed.
+ *   5. a MIG-enabled GPU shows its first instance, and of the MIG
+ *      instances listed a process uses only the first.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -293,16 +293,15 @@ static void enumerate(void) {
             sel_mig[n_sel++] = mig;
         }
     }
-    int first_mig = -1;
+    /* Of the MIG instances, only the first listed stays. */
+    int kept = 0, seen_mig = 0;
     for (int k = 0; k < n_sel; k++) {
         if (sel_mig[k] < 0 && node[sel_gpu[k]].nmig > 0) sel_mig[k] = 0;
-        if (sel_mig[k] >= 0 && first_mig < 0) first_mig = k;
+        if (sel_mig[k] >= 0 && seen_mig++) continue;
+        sel_gpu[kept] = sel_gpu[k];
+        sel_mig[kept++] = sel_mig[k];
     }
-    if (first_mig >= 0) {
-        sel_gpu[0] = sel_gpu[first_mig];
-        sel_mig[0] = sel_mig[first_mig];
-        n_sel = 1;
-    }
+    n_sel = kept;
     for (int k = 0; k < n_sel; k++) {
         const struct gpu_desc *g = &node[sel_gpu[k]];
         visible[k] = sel_mig[k] >= 0 ? g->mig[sel_mig[k]] : g->dev;
@@ -420,16 +419,19 @@ struct CUstream_st *fg_default_stream(int dev) {
     return &default_streams[dev];
 }
 
+static char state_dir[400];
+
+static void make_state_dir(void) {
+    const char *d = getenv("FAKEGPU_STATE");
+    snprintf(state_dir, sizeof state_dir, "%s", d && *d ? d : "/tmp/fakegpu-state");
+    if (mkdir(state_dir, 0777) != 0 && errno != EEXIST)
+        die("cannot make FAKEGPU_STATE %s: %s", state_dir, strerror(errno));
+}
+
 const char *fg_state_dir(void) {
-    static char dir[400];
-    pthread_mutex_lock(&mu);
-    if (!dir[0]) {
-        const char *d = getenv("FAKEGPU_STATE");
-        snprintf(dir, sizeof dir, "%s", d && *d ? d : "/tmp/fakegpu-state");
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) die("cannot make FAKEGPU_STATE %s: %s", dir, strerror(errno));
-    }
-    pthread_mutex_unlock(&mu);
-    return dir;
+    static pthread_once_t made = PTHREAD_ONCE_INIT;
+    pthread_once(&made, make_state_dir);
+    return state_dir;
 }
 
 int fg_inject(const char *key, int rank, double *seconds) {

@@ -302,6 +302,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId c
     return start(comm, nranks, rank, 1, &commId, config);
 }
 
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+    return start(comm, nranks, rank, 1, &commId, NULL);
+}
+
 #ifndef FAKE_NO_SCALABLE
 ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int myrank, int nId, ncclUniqueId *commIds,
                                       ncclConfig_t *config) {
