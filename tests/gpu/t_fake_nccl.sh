@@ -35,6 +35,9 @@ done
 ranks 2 -- "$RANKP" config-bad
 all_match 2 "ERR DISTBIND_ERR_ARG*NCCL set-up failed: rank 0 on $host: distbind_nccl_init: config was not made with NCCL_CONFIG_INITIALIZER*" \
     "a config not made with NCCL_CONFIG_INITIALIZER: every rank says so"
+ranks 2 -- "$RANKP" config-size
+all_match 2 "ERR DISTBIND_ERR_ARG*distbind_nccl_init: config size 4 is not an ncclConfig_t's*" \
+    "a config whose size is no ncclConfig_t's: every rank says so"
 
 # The communicator is on the device set_device chose, also when
 # distbind_nccl_init runs on another thread (a new thread starts on device
@@ -106,6 +109,11 @@ ranks 3 FAKEGPU_NCCL=hang-allreduce=0 DIST_BIND_TIMEOUT=2 -- "$RANKP" nonblockin
 all_match 3 "ERR DISTBIND_ERR_NCCL*the all-reduce did not finish within 2 s (communicator aborted)*" \
     "rank 0's all-reduce hangs: every rank aborts at the timeout"
 unset LIMIT
+use_fake "8*mem=65536"
+ranks 2 -- "$RANKP" nonblocking --check 1048576 1
+all_match 2 "ERR DISTBIND_ERR_NCCL*before the first all-reduce: rank 0 on $host: cudaMalloc(1048576 bytes): cudaErrorMemoryAllocation: out of memory (and 1 more rank)*" \
+    "the GPU cannot hold the buffer: every rank names the allocation"
+use_fake "8"
 ranks 2 -- "$RANKP" null --check 4096 1
 all_match 2 "ERR DISTBIND_ERR_STATE*the communicator is blocking*could not be bounded*" \
     "the check on a blocking communicator: refused on every rank"

@@ -112,6 +112,8 @@ static struct alloc *owner(const void *p) {
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
     cudaError_t e = from_fg(fg_need_context());
     if (e != cudaSuccess) return e;
+    size_t mem = fg_device(fg_current())->mem;
+    if (mem && size > mem) return cudaErrorMemoryAllocation;
     struct alloc *a = malloc(sizeof *a + size);
     if (!a) return cudaErrorMemoryAllocation;
     a->magic = ALLOC_MAGIC;

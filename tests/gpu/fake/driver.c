@@ -129,6 +129,7 @@ static int parse_device(const char *attrs, int index, struct gpu_desc *g) {
         if (!strcmp(tok, "bus")) snprintf(bus, sizeof bus, "%s", v);
         else if (!strcmp(tok, "uuid")) snprintf(uuid, sizeof uuid, "%s", v);
         else if (!strcmp(tok, "mig")) snprintf(mig, sizeof mig, "%s", v);
+        else if (!strcmp(tok, "mem")) g->dev.mem = strtoull(v, NULL, 10);
         else if (!strcmp(tok, "host")) {
             if (!host_matches(v)) return 0;
         } else if (!strcmp(tok, "mode")) {
@@ -148,7 +149,7 @@ static int parse_device(const char *attrs, int index, struct gpu_desc *g) {
             }
             *o = '\0';
         } else {
-            die("FAKEGPU_DEVICES: unknown key \"%s\" (bus, uuid, file, mode, mig, host)", tok);
+            die("FAKEGPU_DEVICES: unknown key \"%s\" (bus, uuid, file, mode, mig, mem, host)", tok);
         }
     }
     if (bus[0]) parse_bus(bus, g->dev.bus);
@@ -185,6 +186,7 @@ static int parse_device(const char *attrs, int index, struct gpu_desc *g) {
         for (int i = 0; i < g->nmig; i++) {
             memcpy(g->mig[i].bus, g->dev.bus, sizeof g->dev.bus);
             g->mig[i].mode = g->dev.mode;
+            g->mig[i].mem = g->dev.mem;
         }
     }
     return 1;

@@ -32,6 +32,7 @@ struct fg_dev {
     char uuid_str[64];        /* "GPU-..." or "MIG-..." */
     int mode;                 /* enum fg_mode */
     int gpu;                  /* index of the physical GPU in the node's list */
+    size_t mem;               /* bytes cudaMalloc may hand out at once, 0: any */
 };
 
 /* What the driver returns; the fakes map them to CUDA's and NCCL's codes. */

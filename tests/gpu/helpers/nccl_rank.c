@@ -10,6 +10,7 @@
  *   config-nb    a config of an older nccl.h (NCCL 2.14's four fields:
  *   config-b     smaller than today's), blocking = 0 or 1
  *   config-bad   a config not made with NCCL_CONFIG_INITIALIZER
+ *   config-size  a config whose size field is too small for any NCCL
  *   none         no NCCL: set the device only
  *   hold         set the device, then keep it (and its context) until
  *                stdin closes: a process outside the step using the GPU
@@ -66,7 +67,8 @@ static int comm_device(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: gpu_nccl_rank null|nonblocking|config-nb|config-b|config-bad|none|hold [--thread] "
+        fprintf(stderr, "usage: gpu_nccl_rank null|nonblocking|config-nb|config-b|config-bad|config-size|none|hold "
+                        "[--thread] "
                         "[--check BYTES ITERS] [--abort]\n");
         return 2;
     }
@@ -111,6 +113,7 @@ int main(int argc, char **argv) {
     } else if (!strncmp(mode, "config", 6)) {
         old.blocking = !strcmp(mode, "config-b");
         if (!strcmp(mode, "config-bad")) old.magic = 0;
+        if (!strcmp(mode, "config-size")) old.size = 4;
         config = &old;
     } else if (strcmp(mode, "null")) {
         fprintf(stderr, "gpu_nccl_rank: unknown mode %s\n", mode);
