@@ -4,7 +4,7 @@
  * value giving one error that names it.
  */
 #include "distbind.h"
-#include "testhooks.h"
+#include "runtime_hooks.h"
 #include "unit.h"
 
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"

@@ -1,5 +1,6 @@
-// The internals the C unit tests reach (see testhooks.h).
-#include "testhooks.h"
+// The internals the C unit tests reach (see runtime_hooks.h); linked into
+// the tests only, never into libdistbind.
+#include "runtime_hooks.h"
 
 #include <array>
 #include <cctype>

@@ -1,9 +1,10 @@
 /*
- * Internal functions of libdistbind exposed to its C unit tests (they link
- * the objects directly; the shared library does not export these).
+ * Internal functions of libdistbind reached from its C unit tests
+ * (runtime_hooks.cc, linked with the library's objects into the test
+ * only: nothing here is in the shipped library).
  */
-#ifndef DISTBIND_TESTHOOKS_H
-#define DISTBIND_TESTHOOKS_H
+#ifndef DISTBIND_RUNTIME_HOOKS_H
+#define DISTBIND_RUNTIME_HOOKS_H
 
 #include <stddef.h>
 
