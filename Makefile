@@ -94,7 +94,7 @@ $(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsub
 	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -Wl,-z,nodelete $(PLUGIN_LIBS) -ldl
 TEST_BINS  += $(SAN_PLUGIN)
 
--include $(sort $(wildcard lib/*/build.mk tools/build.mk)) packaging/build.mk
+-include $(sort $(wildcard lib/*/build.mk tools/build.mk)) tests/gpu/build.mk packaging/build.mk
 
 .PHONY: build-all
 build-all: $(BUILD_TARGETS)

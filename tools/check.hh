@@ -1,15 +1,16 @@
 // dist-bind-check's parts (tools/*.cc): what each rank reports, how rank 0
-// judges the step, and the NCCL all-reduce.
+// judges the step, and the NCCL all-reduce.  A client of libdistbind's
+// public API (distbind.h) only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "distbind.h"
-#include "text.hh"
 
 namespace dbcheck {
 
@@ -30,17 +31,24 @@ struct Row {
     int32_t visible_count;  // entries in CUDA_VISIBLE_DEVICES, -1 when unset
     char host[64];
     char source[16];
-    char gpu[96];       // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
-    char own[96];       // the first GPU of DIST_BIND_GPUS, "\1" when unset
-    char visible[160];  // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
-    char master[128];   // MASTER_ADDR:MASTER_PORT
+    char gpu[96];         // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
+    char own[96];         // the first GPU of DIST_BIND_GPUS, "\1" when unset
+    char visible[160];    // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
+    char unopenable[160]; // the entries of CUDA_VISIBLE_DEVICES past what CUDA sees ("" when none)
+    char master[128];     // MASTER_ADDR:MASTER_PORT
     char bus[32];
+    char uuid[48];        // CUDA's UUID of the device, "" when unknown
     char cpu_numa[32];
     char gpu_msg[400];
 };
 
-inline void put(char *dst, size_t n, const char *v) { db::copy_out(v ? v : "\1", dst, n); }
+// Copy into a fixed field, cut to fit, always terminated.
+void put(char *dst, size_t n, const std::string &v);
+inline void put_opt(char *dst, size_t n, const char *v) { put(dst, n, v ? v : "\1"); }
 inline bool unset(const char *s) { return s[0] == '\1'; }
+std::vector<std::string_view> split(std::string_view s, char sep);
+// A whole number from 0 to max, digits only.
+bool parse_count(const char *s, uint64_t max, uint64_t &out);
 
 struct Verdict {
     std::vector<std::string> problems;
@@ -60,24 +68,21 @@ struct Verdict {
 // This rank's row (check_row.cc).
 Row my_row(distbind_t *db);
 // The GPU lists' part of a row: `visible` is CUDA_VISIBLE_DEVICES, `own`
-// DIST_BIND_GPUS (nullptr when unset).
+// DIST_BIND_GPUS (nullptr when unset); gpu_count must be set first.
 void set_gpu_lists(Row &r, const char *visible, const char *own);
+// A row another rank sent, checked before anything reads it: "" when it is
+// well formed, else what is wrong (and its text fields are made safe).
+std::string sanitize(Row &r, int index, int world);
 // The GPU a rank's device ordinal names, as Slurm names it: entry `device`
 // of its CUDA_VISIBLE_DEVICES ("" when that list is unset or too short).
 inline std::string slurm_gpu(const Row &r) { return r.gpu; }
-// Rank 0's verdict on the step (check_judge.cc).
-Verdict judge(const std::vector<Row> &rows);
+// Rank 0's verdict on the step (check_judge.cc); rows are sanitized first.
+Verdict judge(std::vector<Row> &rows);
 
-// How the all-reduce went on one rank.  Fixed size: it is allgathered.
-struct NcclResult {
-    int32_t ok;
-    int32_t skipped;  // not ok only because another rank could not go on
-    double seconds;   // per timed round
-    char msg[300];    // why not ok
-};
-// Whether this build has the CUDA/NCCL parts (check_nccl.cc).
-bool nccl_built();
-// The NCCL all-reduce on this rank, its result checked (collective).
-NcclResult allreduce(distbind_t *db, const Options &o);
+// The GPU part (check_nccl.cc), collective: the device, NCCL and a checked
+// all-reduce; problems go into v, the result line into `line`.  False when
+// the exchange failed after it (the problem then names this rank's own
+// failure first; ranks other than 0 also print it on stderr).
+bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line);
 
 }  // namespace dbcheck

@@ -7,28 +7,25 @@
 #include <set>
 
 #include "check.hh"
-#include "gpu.hh"
 
 namespace dbcheck {
 
-using namespace db::rt;
+namespace {
 
-Verdict judge(const std::vector<Row> &rows) {
-    Verdict v;
-    int n = static_cast<int>(rows.size());
+std::string who(const Row &r) { return "rank " + std::to_string(r.rank) + " (" + r.host + ")"; }
+
+// Ranks against Slurm's numbering and each other: RANK, LOCAL, NODE, MASTER.
+void judge_places(const std::vector<Row> &rows, Verdict &v) {
     std::map<std::string, std::vector<int>> by_host;
-    for (const Row &r : rows) by_host[r.host].push_back(r.rank);
-
-    // Ranks against Slurm's own numbering.
     for (const Row &r : rows) {
-        std::string who = "rank " + std::to_string(r.rank) + " (" + r.host + ")";
+        by_host[r.host].push_back(r.rank);
         if (r.slurm_procid >= 0 && r.slurm_procid != r.rank)
-            v.problem(r.rank, "RANK", who + ": rank " + std::to_string(r.rank) + " but SLURM_PROCID=" + std::to_string(r.slurm_procid));
+            v.problem(r.rank, "RANK", who(r) + ": rank " + std::to_string(r.rank) + " but SLURM_PROCID=" + std::to_string(r.slurm_procid));
         if (r.slurm_localid >= 0 && r.slurm_localid != r.local_rank)
-            v.problem(r.rank, "LOCAL", who + ": local rank " + std::to_string(r.local_rank) +
+            v.problem(r.rank, "LOCAL", who(r) + ": local rank " + std::to_string(r.local_rank) +
                                            " but SLURM_LOCALID=" + std::to_string(r.slurm_localid));
         if (std::strcmp(r.master, rows[0].master) != 0)
-            v.problem(r.rank, "MASTER", who + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
+            v.problem(r.rank, "MASTER", who(r) + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
     }
     // Per node: local ranks 0..k-1 once each, the right local world size,
     // one node rank per host and a different one on each host.
@@ -41,9 +38,8 @@ Verdict judge(const std::vector<Row> &rows) {
             locals.push_back(x.local_rank);
             node_ranks.insert(x.node_rank);
             if (x.local_world != static_cast<int>(ranks.size()))
-                v.problem(r, "LOCAL", "rank " + std::to_string(r) + " (" + host + "): local world size " +
-                                          std::to_string(x.local_world) + " but " + std::to_string(ranks.size()) +
-                                          " ranks run on " + host);
+                v.problem(r, "LOCAL", who(x) + ": local world size " + std::to_string(x.local_world) + " but " +
+                                          std::to_string(ranks.size()) + " ranks run on " + host);
         }
         std::sort(locals.begin(), locals.end());
         for (size_t i = 0; i < locals.size(); i++)
@@ -64,56 +60,70 @@ Verdict judge(const std::vector<Row> &rows) {
         }
         node_owner[nr] = host;
     }
+}
 
-    // The mapping, as Slurm names GPUs: works without a GPU driver.
+// The mapping as Slurm names GPUs, which needs no driver: NO-SUCH-DEVICE,
+// NOT-OWN, DUPLICATE (where CUDA cannot tell the GPUs apart); and
+// CANNOT-OPEN where CUDA saw fewer GPUs than the list names.
+void judge_mapping(const std::vector<Row> &rows, Verdict &v) {
     std::map<std::pair<std::string, std::string>, int> owner;
     for (const Row &r : rows) {
         if (r.visible_count < 0) continue;
-        std::string who = "rank " + std::to_string(r.rank) + " (" + r.host + ")";
+        if (r.unopenable[0])
+            v.problem(r.rank, "CANNOT-OPEN", who(r) + ": CUDA_VISIBLE_DEVICES=" + r.visible + " lists " +
+                                                 std::to_string(r.visible_count) + " GPU" + (r.visible_count != 1 ? "s" : "") +
+                                                 " but CUDA sees " + std::to_string(r.gpu_count) + ": " + r.unopenable +
+                                                 " name no GPU this task can open (CUDA stops reading the list at "
+                                                 "the first such entry; under a device cgroup a task can open "
+                                                 "only the GPUs Slurm gave it)");
         std::string g = slurm_gpu(r);
         if (g.empty()) {
             int k = r.visible_count;
-            v.problem(r.rank, "NO-SUCH-DEVICE", who + ": device " + std::to_string(r.device) + " does not exist: CUDA_VISIBLE_DEVICES=" +
+            v.problem(r.rank, "NO-SUCH-DEVICE", who(r) + ": device " + std::to_string(r.device) + " does not exist: CUDA_VISIBLE_DEVICES=" +
                                                   r.visible + " has " + std::to_string(k) + " GPU" + (k != 1 ? "s" : ""));
             continue;
         }
         if (!unset(r.own) && r.own != g)
-            v.problem(r.rank, "NOT-OWN", who + ": device " + std::to_string(r.device) + " is GPU " + g +
+            v.problem(r.rank, "NOT-OWN", who(r) + ": device " + std::to_string(r.device) + " is GPU " + g +
                                           " but the GPU Slurm gave it is " + r.own);
-        auto key = std::make_pair(std::string(r.host), g);
-        auto [it, fresh] = owner.emplace(key, r.rank);
+        auto [it, fresh] = owner.emplace(std::make_pair(std::string(r.host), g), r.rank);
+        // Where CUDA named both GPUs, their UUIDs decide (judge_cuda): under
+        // a device cgroup Slurm numbers each task's GPUs from 0.
+        if (!fresh && r.uuid[0] && rows[static_cast<size_t>(it->second)].uuid[0]) continue;
         if (!fresh) {
             v.flag(it->second, "DUPLICATE");
             v.problem(r.rank, "DUPLICATE", "ranks " + std::to_string(it->second) + " and " + std::to_string(r.rank) +
                                                " would both use GPU " + g + " on " + r.host);
         }
     }
+}
 
-    // What CUDA itself says.
-    int usable = 0, none = 0;
+// What CUDA itself says: CUDA, DUPLICATE by GPU UUID (exact whatever the
+// host names), and whether the GPU part can run.
+void judge_cuda(const std::vector<Row> &rows, Verdict &v) {
+    int n = static_cast<int>(rows.size()), usable = 0, none = 0;
     std::string none_why;
+    std::map<std::string, int> by_uuid;
     for (const Row &r : rows) {
         if (r.gpu_status == DISTBIND_OK) {
             usable++;
+            if (!r.uuid[0]) continue;
+            auto [it, fresh] = by_uuid.emplace(r.uuid, r.rank);
+            if (fresh) continue;
+            const Row &a = rows[static_cast<size_t>(it->second)];
+            v.flag(a.rank, "DUPLICATE");
+            v.flag(r.rank, "DUPLICATE");
+            std::string s = "ranks " + std::to_string(a.rank) + " and " + std::to_string(r.rank) + " would both use GPU " +
+                            r.uuid + " (" + r.bus + ") on " + a.host;
+            if (std::strcmp(a.host, r.host)) s += " and " + std::string(r.host) + ": one GPU under two host names";
+            if (std::find(v.problems.begin(), v.problems.end(), s) == v.problems.end()) v.problems.push_back(s);
         } else if (r.gpu_status == DISTBIND_ERR_NO_GPU || r.gpu_status == DISTBIND_ERR_UNAVAILABLE) {
             none++;
             if (none_why.empty()) none_why = std::string(r.host) + ": " + r.gpu_msg;
         } else {
-            v.problem(r.rank, "CUDA", "rank " + std::to_string(r.rank) + " (" + r.host + "): " + r.gpu_msg);
+            v.problem(r.rank, "CUDA", who(r) + ": " + r.gpu_msg);
         }
     }
-    std::vector<gpu::Probe> probes;
-    for (const Row &r : rows) {
-        gpu::Probe p{};
-        p.status = r.gpu_status;
-        p.device = r.device;
-        db::copy_out(r.host, p.host, sizeof p.host);
-        db::copy_out(r.bus, p.bus, sizeof p.bus);
-        if (unset(p.bus)) p.bus[0] = '\0';
-        probes.push_back(p);
-    }
-    std::string dup = gpu::find_duplicate(probes);
-    if (!dup.empty()) v.problems.push_back(dup);
     if (usable == n) {
         v.gpus = true;
     } else if (none == n) {
@@ -122,6 +132,21 @@ Verdict judge(const std::vector<Row> &rows) {
         v.problems.push_back(std::to_string(none) + " of " + std::to_string(n) + " ranks have no usable GPU (" + none_why +
                              ") while the others do");
     }
+}
+
+}  // namespace
+
+Verdict judge(std::vector<Row> &rows) {
+    Verdict v;
+    int n = static_cast<int>(rows.size());
+    // Every row came from another rank: nothing is read before it is checked.
+    for (int i = 0; i < n; i++) {
+        std::string bad = sanitize(rows[static_cast<size_t>(i)], i, n);
+        if (!bad.empty()) v.problem(i, "MALFORMED", "rank " + std::to_string(i) + " sent a malformed report: " + bad);
+    }
+    judge_places(rows, v);
+    judge_mapping(rows, v);
+    judge_cuda(rows, v);
     return v;
 }
 

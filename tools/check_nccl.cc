@@ -1,235 +1,61 @@
-// dist-bind-check's GPU part: an NCCL all-reduce over every rank, through
-// libdistbind's own device choice and communicator, its result checked.
-//
-// Every rank takes every collective step, also when it cannot go on: a rank
-// that failed says so in an allgather before the next all-reduce, so no
-// rank is left inside NCCL waiting for one that is not coming.  Waits for
-// NCCL and CUDA are polled against DIST_BIND_TIMEOUT, and a communicator
-// that does not finish is aborted.
-#include <chrono>
+// dist-bind-check's GPU part: libdistbind's own device choice, a
+// non-blocking NCCL communicator and its checked all-reduce, every wait
+// bounded by the handle's timeout (distbind_nccl_allreduce_check).
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "check.hh"
-#include "gpu.hh"
 
 namespace dbcheck {
 
-using namespace db::rt;
-
-#ifdef DB_HAVE_CUDA
-
-bool nccl_built() { return true; }
-
-namespace {
-
-// DIST_BIND_TIMEOUT, as the library read it (distbind_init has checked it).
-double wait_limit() {
-    const char *v = std::getenv("DIST_BIND_TIMEOUT");
-    try {
-        if (v) return parse_seconds(v, "DIST_BIND_TIMEOUT");
-    } catch (const Failure &) {
+bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line) {
+    int world = distbind_world_size(db);
+    struct ncclComm *comm = nullptr;
+    double mine = 0;
+    // Each call is collective, and every rank gets the same status from
+    // each: the steps are taken in step everywhere.
+    const char *step = "making the device current";
+    distbind_status st = distbind_set_device(db, nullptr);
+    if (st == DISTBIND_OK) {
+        step = "NCCL set-up";
+        st = distbind_set_nccl_blocking(db, 0);
+        if (st == DISTBIND_OK) st = distbind_nccl_init(db, nullptr, &comm);
     }
-    return Params().timeout_s;
+    if (st == DISTBIND_OK) {
+        step = "NCCL all-reduce";
+        st = distbind_nccl_allreduce_check(db, o.bytes, o.iters, &mine);
+    }
+    std::string why = st == DISTBIND_OK ? "" : std::string(step) + " failed: " + distbind_last_error(db);
+    // Rank 0 reports the slowest rank's time.
+    std::vector<double> all(static_cast<size_t>(world));
+    if (distbind_allgather(db, &mine, sizeof mine, all.data()) != DISTBIND_OK) {
+        // A rank whose own failure left it behind the others (one slow to
+        // abort): its own failure first, then the exchange's.
+        std::string x = distbind_last_error(db);
+        const std::string earlier = "the exchange failed earlier: ";
+        size_t at = x.find(earlier);
+        bool told = at != std::string::npos && !why.empty() && why.find(x.substr(at + earlier.size())) != std::string::npos;
+        v.problems.push_back(told ? why : (why.empty() ? std::string("") : why + "; then ") + "the exchange failed: " + x);
+        if (distbind_rank(db) != 0) std::fprintf(stderr, "dist-bind-check: %s\n", v.problems.back().c_str());
+        return false;
+    }
+    if (st != DISTBIND_OK) {
+        v.problems.push_back(why);
+        return true;
+    }
+    double worst = *std::max_element(all.begin(), all.end());
+    if (!(worst > 0)) worst = 1e-9;
+    // Bus bandwidth as nccl-tests reports it for all-reduce.
+    double algbw = static_cast<double>(o.bytes) / worst / 1e9;
+    double busbw = algbw * 2.0 * (world - 1) / world;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "NCCL all-reduce: %zu bytes x %d on %d rank%s, result correct on every rank; "
+                  "%.3f ms each, algorithm bandwidth %.2f GB/s, bus bandwidth %.2f GB/s",
+                  o.bytes, o.iters, world, world > 1 ? "s" : "", worst * 1e3, algbw, busbw);
+    line = buf;
+    return true;
 }
-
-std::string secs(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g s", s);
-    return buf;
-}
-
-// This rank's GPU side: what it holds, and the bounded waits.
-class Run {
-  public:
-    explicit Run(distbind_t *db) : db_(db), limit_(wait_limit()) {}
-    ~Run() {
-        if (stream_) cu_->StreamDestroy(stream_);
-        if (buf_) cu_->Free(buf_);
-    }
-    Run(const Run &) = delete;
-    Run &operator=(const Run &) = delete;
-
-    // Device, communicator, buffer: "" when ready, else why not.
-    std::string prepare(size_t count) {
-        int dev = -1;
-        struct ncclComm *c = nullptr;
-        // Both collective, with one status on every rank for set_device; a
-        // rank whose NCCL set-up fails still comes to the allgather after.
-        if (distbind_set_device(db_, &dev) != DISTBIND_OK) return distbind_last_error(db_);
-        // Non-blocking, so that every NCCL call below (including the first
-        // all-reduce, where NCCL makes its connections) can be waited for
-        // with the deadline instead of blocking inside NCCL.
-        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-        cfg.blocking = 0;
-        if (distbind_nccl_init(db_, &cfg, &c) != DISTBIND_OK) return distbind_last_error(db_);
-        comm_ = reinterpret_cast<ncclComm_t>(c);
-        std::string why;
-        cu_ = gpu::cudart(why);
-        nc_ = gpu::nccl(why);
-        if (!cu_ || !nc_) return why;
-        count_ = count;
-        cudaError_t e = cu_->Malloc(&buf_, count * sizeof(float));
-        if (e != cudaSuccess) {
-            buf_ = nullptr;
-            return "cudaMalloc(" + std::to_string(count * sizeof(float)) + " bytes): " + cu_->error(e);
-        }
-        e = cu_->StreamCreate(&stream_);
-        if (e != cudaSuccess) {
-            stream_ = nullptr;
-            return "cudaStreamCreate: " + cu_->error(e);
-        }
-        return "";
-    }
-
-    // Fill with 1.0f: the sum over n ranks is n, exact in a float for any
-    // world (up to 2^24), unlike 1 + 2 + ... + n.
-    std::string fill() {
-        std::vector<float> host(count_, 1.0f);
-        cudaError_t e = cu_->Memcpy(buf_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice);
-        return e == cudaSuccess ? "" : "cudaMemcpy to the GPU: " + cu_->error(e);
-    }
-
-    std::string check_sum(int n) {
-        std::vector<float> host(count_);
-        cudaError_t e = cu_->Memcpy(host.data(), buf_, count_ * sizeof(float), cudaMemcpyDeviceToHost);
-        if (e != cudaSuccess) return "cudaMemcpy from the GPU: " + cu_->error(e);
-        float want = static_cast<float>(n);
-        for (size_t i = 0; i < count_; i++)
-            if (host[i] != want)
-                return "all-reduce result wrong at element " + std::to_string(i) + ": " + std::to_string(host[i]) +
-                       ", expected " + std::to_string(want);
-        return "";
-    }
-
-    // `rounds` all-reduces, then until the GPU has finished them; bounded.
-    std::string allreduce(int rounds, const Deadline &d) {
-        for (int i = 0; i < rounds; i++) {
-            ncclResult_t r = nc_->AllReduce(buf_, buf_, count_, ncclFloat, ncclSum, comm_, stream_);
-            if (r != ncclSuccess && r != ncclInProgress) return abort("ncclAllReduce: " + nc_->error(r, comm_));
-            // A non-blocking communicator may still be taking the call in:
-            // NCCL wants that finished before the next call.
-            std::string why = settle(d);
-            if (!why.empty()) return why;
-        }
-        for (;;) {
-            cudaError_t e = cu_->StreamQuery(stream_);
-            if (e == cudaSuccess) return "";
-            if (e != cudaErrorNotReady) return abort("CUDA: " + cu_->error(e));
-            // An error NCCL met meanwhile (a peer failed) ends the wait too.
-            ncclResult_t state = ncclSuccess;
-            ncclResult_t q = nc_->CommGetAsyncError(comm_, &state);
-            if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm_));
-            if (state != ncclSuccess && state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm_));
-            if (d.passed()) return abort("the all-reduce did not finish within " + secs(limit_));
-            pause();
-        }
-    }
-
-    double limit() const { return limit_; }
-
-  private:
-    distbind_t *db_;
-    double limit_;
-    const gpu::Cudart *cu_ = nullptr;
-    const gpu::Nccl *nc_ = nullptr;
-    ncclComm_t comm_ = nullptr;
-    cudaStream_t stream_ = nullptr;
-    void *buf_ = nullptr;
-    size_t count_ = 0;
-
-    static void pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
-
-    // Until NCCL no longer says ncclInProgress: "" then, else why not.
-    std::string settle(const Deadline &d) {
-        for (;;) {
-            ncclResult_t state = ncclSuccess;
-            ncclResult_t q = nc_->CommGetAsyncError(comm_, &state);
-            if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm_));
-            if (state == ncclSuccess) return "";
-            if (state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm_));
-            if (d.passed()) return abort("NCCL did not take the all-reduce in within " + secs(limit_));
-            pause();
-        }
-    }
-
-    // A communicator that failed or hangs is aborted, which also ends the
-    // others' waits on it; the handle must then not destroy it again.
-    std::string abort(const std::string &why) {
-        if (comm_) {
-            gpu::take_nccl_comm(db_);
-            nc_->CommAbort(comm_);
-            comm_ = nullptr;
-        }
-        return why + " (communicator aborted)";
-    }
-};
-
-// Every rank says whether it can go on.  "" when all can; else this rank's
-// own reason, or (skipped set) that another rank could not.
-std::string agree(distbind_t *db, const std::string &mine, bool &skipped) {
-    int n = distbind_world_size(db);
-    int32_t ok = mine.empty() ? 1 : 0;
-    std::vector<int32_t> all(static_cast<size_t>(n));
-    if (distbind_allgather(db, &ok, sizeof ok, all.data()) != DISTBIND_OK)
-        return mine.empty() ? std::string(distbind_last_error(db)) : mine;
-    if (!mine.empty()) return mine;
-    for (int r = 0; r < n; r++)
-        if (!all[static_cast<size_t>(r)]) {
-            skipped = true;
-            return "skipped: rank " + std::to_string(r) + " could not go on";
-        }
-    return "";
-}
-
-}  // namespace
-
-NcclResult allreduce(distbind_t *db, const Options &o) {
-    NcclResult res{};
-    bool skipped = false;
-    auto failed = [&](const std::string &m) {
-        res.skipped = skipped ? 1 : 0;
-        db::copy_out(m, res.msg, sizeof res.msg);
-        return res;
-    };
-    size_t count = o.bytes / sizeof(float);
-    if (count == 0) count = 1;
-    int n = distbind_world_size(db);
-    Run run(db);
-
-    // Ready everywhere before the first all-reduce.
-    std::string why = run.prepare(count);
-    if (why.empty()) why = run.fill();
-    why = agree(db, why, skipped);
-    if (!why.empty()) return failed(why);
-
-    // One round to check the result, then (again only if every rank got it
-    // right) the timed ones.
-    why = run.allreduce(1, Deadline::in(run.limit()));
-    if (why.empty()) why = run.check_sum(n);
-    why = agree(db, why, skipped);
-    if (!why.empty()) return failed(why);
-
-    auto t0 = Clock::now();
-    why = run.allreduce(o.iters, Deadline::in(run.limit()));
-    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count() / std::max(1, o.iters);
-    if (!why.empty()) return failed(why);
-    res.ok = 1;
-    return res;
-}
-
-#else
-
-bool nccl_built() { return false; }
-
-NcclResult allreduce(distbind_t *, const Options &) {
-    NcclResult res{};
-    db::copy_out("this dist-bind-check was built without CUDA/NCCL", res.msg, sizeof res.msg);
-    return res;
-}
-
-#endif
 
 }  // namespace dbcheck

@@ -1,40 +1,65 @@
-// dist-bind-check: what one rank reports about itself.
+// dist-bind-check: what one rank reports about itself, and rank 0's check
+// of what the others sent before it reads any of it.
 #include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <set>
 
 #include "check.hh"
-#include "gpu.hh"
-#include "rt.hh"
-
-extern char **environ;
 
 namespace dbcheck {
 
-using namespace db::rt;
+void put(char *dst, size_t n, const std::string &v) {
+    if (!n) return;
+    size_t k = std::min(v.size(), n - 1);
+    std::memcpy(dst, v.data(), k);
+    dst[k] = '\0';
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    for (size_t at = 0;;) {
+        size_t next = s.find(sep, at);
+        out.push_back(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+        if (next == std::string_view::npos) return out;
+        at = next + 1;
+    }
+}
+
+bool parse_count(const char *s, uint64_t max, uint64_t &out) {
+    if (!s || !*s || std::strlen(s) > 20 || std::strspn(s, "0123456789") != std::strlen(s)) return false;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (v > (UINT64_MAX - 9) / 10) return false;
+        v = v * 10 + static_cast<uint64_t>(*p - '0');
+    }
+    if (v > max) return false;
+    out = v;
+    return true;
+}
 
 namespace {
 
 int env_int(const char *name) {
-    const char *v = getenv(name);
     uint64_t n;
-    return v && db::parse_uint(v, INT32_MAX, n) ? static_cast<int>(n) : -1;
+    return parse_count(getenv(name), INT32_MAX, n) ? static_cast<int>(n) : -1;
 }
 
-// "0-3,8-11" -> the CPUs.
+// "0-3,8-11" -> the CPUs (sysfs writes these; anything else is skipped).
 std::set<int> parse_cpulist(const std::string &s) {
     std::set<int> out;
-    for (std::string_view part : db::split(s, ',')) {
-        size_t dash = part.find('-');
+    for (std::string_view part : split(s, ',')) {
+        std::string p(part);
+        size_t dash = p.find('-');
         uint64_t a, b;
-        if (!db::parse_uint(part.substr(0, dash), 1u << 20, a)) continue;
+        if (!parse_count(p.substr(0, dash).c_str(), 1u << 20, a)) continue;
         b = a;
-        if (dash != std::string_view::npos && !db::parse_uint(part.substr(dash + 1), 1u << 20, b)) continue;
+        if (dash != std::string::npos && !parse_count(p.substr(dash + 1).c_str(), 1u << 20, b)) continue;
         for (uint64_t c = a; c <= b; c++) out.insert(static_cast<int>(c));
     }
     return out;
@@ -45,29 +70,31 @@ std::string cpu_numa_nodes() {
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0) return "-";
-    std::vector<std::string> nodes;
     DIR *d = opendir("/sys/devices/system/node");
     if (!d) return "-";
     std::vector<int> ids;
     while (dirent *e = readdir(d)) {
         uint64_t n;
-        if (std::strncmp(e->d_name, "node", 4) == 0 && db::parse_uint(e->d_name + 4, 4096, n))
+        if (std::strncmp(e->d_name, "node", 4) == 0 && parse_count(e->d_name + 4, 4096, n))
             ids.push_back(static_cast<int>(n));
     }
     closedir(d);
     std::sort(ids.begin(), ids.end());
+    std::string nodes;
     for (int id : ids) {
         std::ifstream f("/sys/devices/system/node/node" + std::to_string(id) + "/cpulist");
         std::string line;
         std::getline(f, line);
         for (int c : parse_cpulist(line))
             if (c < CPU_SETSIZE && CPU_ISSET(c, &set)) {
-                nodes.push_back(std::to_string(id));
+                nodes += (nodes.empty() ? "" : ",") + std::to_string(id);
                 break;
             }
     }
-    return nodes.empty() ? "-" : db::join(nodes);
+    return nodes.empty() ? "-" : nodes;
 }
+
+std::string cut(const std::string &s, size_t n) { return s.size() < n ? s : s.substr(0, n - 4) + "..."; }
 
 }  // namespace
 
@@ -84,43 +111,92 @@ Row my_row(distbind_t *db) {
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     put(r.host, sizeof r.host, host);
-    put(r.source, sizeof r.source, distbind_source(db));
-    set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS"));
+    put_opt(r.source, sizeof r.source, distbind_source(db));
     const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
     std::string master = ma || mp ? std::string(ma ? ma : "?") + ":" + (mp ? mp : "?") : "-";
-    put(r.master, sizeof r.master, master.c_str());
-    put(r.cpu_numa, sizeof r.cpu_numa, cpu_numa_nodes().c_str());
+    put(r.master, sizeof r.master, master);
+    put(r.cpu_numa, sizeof r.cpu_numa, cpu_numa_nodes());
 
-    Identity id;
-    id.rank = r.rank;
-    id.device = r.device;
-    id.device_from = getenv("DIST_BIND_DEVICE") ? "DIST_BIND_DEVICE" : "the local rank";
-    id.host = host;
-    Env env(environ);
-    gpu::Probe p = gpu::probe(id, env, true);
-    r.gpu_status = p.status;
-    r.gpu_count = p.count;
-    r.gpu_numa = p.numa;
-    put(r.bus, sizeof r.bus, p.bus);
-    put(r.gpu_msg, sizeof r.gpu_msg, p.msg);
+    // What CUDA says, without touching the device (no context).
+    distbind_gpu_info info{};
+    if (distbind_gpu_query(db, &info) != DISTBIND_OK) {
+        info.status = DISTBIND_ERR_INTERNAL;
+        info.count = -1;
+        info.numa = -1;
+        put(info.message, sizeof info.message, distbind_last_error(db));
+    }
+    r.gpu_status = info.status;
+    r.gpu_count = info.count;
+    r.gpu_numa = info.numa;
+    put(r.bus, sizeof r.bus, info.bus_id);
+    put(r.uuid, sizeof r.uuid, info.uuid);
+    put(r.gpu_msg, sizeof r.gpu_msg, info.message);
+    set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS"));
     return r;
 }
 
 void set_gpu_lists(Row &r, const char *visible, const char *own) {
     r.visible_count = -1;
-    r.gpu[0] = '\0';
-    put(r.own, sizeof r.own, own ? std::string(db::split(own, ',')[0]).c_str() : nullptr);
+    r.gpu[0] = r.unopenable[0] = '\0';
+    put_opt(r.own, sizeof r.own, own ? std::string(split(own, ',')[0]).c_str() : nullptr);
     if (!visible) {
-        put(r.visible, sizeof r.visible, nullptr);
+        put_opt(r.visible, sizeof r.visible, nullptr);
         return;
     }
-    std::vector<std::string_view> v = db::split(visible, ',');
+    std::vector<std::string_view> v = split(visible, ',');
     r.visible_count = static_cast<int32_t>(v.size());
     if (r.device >= 0 && static_cast<size_t>(r.device) < v.size())
-        db::copy_out(std::string(v[static_cast<size_t>(r.device)]), r.gpu, sizeof r.gpu);
-    std::string shown = visible;
-    if (shown.size() >= sizeof r.visible) shown = shown.substr(0, sizeof r.visible - 4) + "...";
-    put(r.visible, sizeof r.visible, shown.c_str());
+        put(r.gpu, sizeof r.gpu, std::string(v[static_cast<size_t>(r.device)]));
+    put(r.visible, sizeof r.visible, cut(visible, sizeof r.visible));
+    // CUDA reads the list up to the first entry that names no device it
+    // can open: it saw gpu_count entries, the rest name nothing it can use.
+    if (r.gpu_count >= 0 && r.gpu_count < r.visible_count) {
+        std::string rest;
+        for (size_t i = static_cast<size_t>(r.gpu_count); i < v.size(); i++)
+            rest += (rest.empty() ? "" : ",") + std::string(v[i]);
+        put(r.unopenable, sizeof r.unopenable, cut(rest, sizeof r.unopenable));
+    }
+}
+
+std::string sanitize(Row &r, int index, int world) {
+    std::string bad;
+    auto text = [&](char *f, size_t n, const char *name) {
+        if (std::memchr(f, '\0', n)) return;
+        bad += (bad.empty() ? "" : "; ") + std::string(name) + " has no end within " + std::to_string(n) + " bytes";
+        put(f, n, "?");
+    };
+    text(r.host, sizeof r.host, "host");
+    text(r.source, sizeof r.source, "source");
+    text(r.gpu, sizeof r.gpu, "gpu");
+    text(r.own, sizeof r.own, "own gpu");
+    text(r.visible, sizeof r.visible, "CUDA_VISIBLE_DEVICES");
+    text(r.unopenable, sizeof r.unopenable, "unopenable list");
+    text(r.master, sizeof r.master, "master");
+    text(r.bus, sizeof r.bus, "bus id");
+    text(r.uuid, sizeof r.uuid, "uuid");
+    text(r.cpu_numa, sizeof r.cpu_numa, "cpu numa");
+    text(r.gpu_msg, sizeof r.gpu_msg, "CUDA message");
+    auto number = [&](int32_t &v, int32_t lo, int32_t hi, const char *name, int32_t instead) {
+        if (v >= lo && v <= hi) return;
+        bad += (bad.empty() ? "" : "; ") + std::string(name) + " " + std::to_string(v) + " is not in " +
+               std::to_string(lo) + ".." + std::to_string(hi);
+        v = instead;
+    };
+    // Out of range: a value that judges nothing (a GPU status that is an
+    // error, counts unknown).
+    number(r.rank, index, index, "rank", index);
+    number(r.world, world, world, "world size", world);
+    number(r.local_world, 1, world, "local world size", 1);
+    number(r.local_rank, 0, r.local_world - 1, "local rank", 0);
+    number(r.node_rank, 0, world - 1, "node rank", 0);
+    number(r.device, 0, 65535, "device", 0);
+    number(r.slurm_procid, -1, INT32_MAX, "SLURM_PROCID", -1);
+    number(r.slurm_localid, -1, INT32_MAX, "SLURM_LOCALID", -1);
+    number(r.gpu_status, DISTBIND_OK, DISTBIND_ERR_INTERNAL, "GPU status", DISTBIND_ERR_INTERNAL);
+    number(r.gpu_count, -1, 1 << 20, "GPU count", -1);
+    number(r.gpu_numa, -1, 1 << 20, "GPU NUMA node", -1);
+    number(r.visible_count, -1, 1 << 20, "CUDA_VISIBLE_DEVICES count", -1);
+    return bad;
 }
 
 }  // namespace dbcheck

@@ -84,11 +84,11 @@ bool parse_options(int argc, char **argv, Options &o) {
         }
         if ((a == "--bytes" || a == "--iters") && i + 1 < argc) {
             const char *val = argv[++i];
-            if (a == "--bytes" && db::parse_uint(val, 1ull << 34, v) && v >= sizeof(float)) {
+            if (a == "--bytes" && parse_count(val, 1ull << 34, v) && v >= sizeof(float)) {
                 o.bytes = v;
                 continue;
             }
-            if (a == "--iters" && db::parse_uint(val, 100000, v) && v >= 1) {
+            if (a == "--iters" && parse_count(val, 100000, v) && v >= 1) {
                 o.iters = static_cast<int>(v);
                 continue;
             }
@@ -99,46 +99,6 @@ bool parse_options(int argc, char **argv, Options &o) {
         std::fprintf(stderr, "dist-bind-check: unknown argument \"%s\"\n%s", a.c_str(), kUsageText);
         return false;
     }
-    return true;
-}
-
-// Every rank runs the all-reduce; rank 0 hears how it went everywhere.
-// False when the exchange itself failed.
-bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line) {
-    if (!nccl_built()) {
-        v.notes.push_back("NCCL all-reduce skipped: this dist-bind-check was built without CUDA/NCCL");
-        return true;
-    }
-    int world = distbind_world_size(db);
-    NcclResult res = allreduce(db, o);
-    std::vector<NcclResult> all(static_cast<size_t>(world));
-    if (distbind_allgather(db, &res, sizeof res, all.data()) != DISTBIND_OK) {
-        std::fprintf(stderr, "%s\n", distbind_last_error(db));
-        return false;
-    }
-    double worst = 0;
-    bool ok = true;
-    for (int r = 0; r < world; r++) {
-        const NcclResult &x = all[static_cast<size_t>(r)];
-        if (!x.ok) {
-            ok = false;
-            // The ranks that stopped because another could not go on add
-            // nothing: that rank's own line says why.
-            if (!x.skipped) v.problems.push_back("NCCL all-reduce failed on rank " + std::to_string(r) + ": " + x.msg);
-        }
-        worst = std::max(worst, x.seconds);
-    }
-    if (!ok && v.problems.empty()) v.problems.push_back("NCCL all-reduce failed, and no rank said why");
-    if (!ok) return true;
-    // Bus bandwidth as nccl-tests reports it for all-reduce.
-    double algbw = static_cast<double>(o.bytes) / worst / 1e9;
-    double busbw = algbw * 2.0 * (world - 1) / world;
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "NCCL all-reduce: %zu bytes x %d on %d rank%s, result correct on every rank; "
-                  "%.3f ms each, algorithm bandwidth %.2f GB/s, bus bandwidth %.2f GB/s",
-                  o.bytes, o.iters, world, world > 1 ? "s" : "", worst * 1e3, algbw, busbw);
-    line = buf;
     return true;
 }
 
@@ -155,6 +115,16 @@ int main(int argc, char **argv) {
     }
     Options o;
     if (!parse_options(argc, argv, o)) return kUsage;
+    // The all-reduce's waits are bounded only on a non-blocking
+    // communicator, and NCCL_COMM_BLOCKING (from the environment or NCCL's
+    // config files) overrides what the program asks for: ask here, before
+    // NCCL is loaded.
+    const char *nb = std::getenv("NCCL_COMM_BLOCKING");
+    std::string nb_note = nb && std::strcmp(nb, "0") ? std::string("NCCL_COMM_BLOCKING=") + nb +
+                                                           " overridden: dist-bind-check needs a non-blocking NCCL "
+                                                           "communicator to bound its waits"
+                                                     : "";
+    setenv("NCCL_COMM_BLOCKING", "0", 1);
 
     distbind_t *db = nullptr;
     if (distbind_init(&db) != DISTBIND_OK) {
@@ -178,6 +148,7 @@ int main(int argc, char **argv) {
     }
 
     Verdict v = judge(rows);
+    if (!nb_note.empty()) v.notes.push_back(nb_note);
     // Rank 0 decides whether the GPU part runs, so every rank does the same.
     int32_t run_nccl = rank == 0 && v.gpus && v.problems.empty() ? 1 : 0;
     if (distbind_broadcast(db, &run_nccl, sizeof run_nccl, 0) != DISTBIND_OK) {
@@ -186,10 +157,7 @@ int main(int argc, char **argv) {
         return kProblems;
     }
     std::string nccl_line;
-    if (run_nccl && !gpu_part(db, o, v, nccl_line)) {
-        distbind_destroy(db);
-        return kProblems;
-    }
+    bool exchange_ok = !run_nccl || gpu_part(db, o, v, nccl_line);
 
     int32_t verdict = v.problems.empty() ? kOk : kProblems;
     if (rank == 0) {
@@ -204,7 +172,9 @@ int main(int argc, char **argv) {
                                                                (v.problems.size() > 1 ? "s" : "") + " found").c_str());
         std::fflush(stdout);
     }
-    if (distbind_broadcast(db, &verdict, sizeof verdict, 0) != DISTBIND_OK) {
+    // Every rank exits with rank 0's verdict, as long as the exchange
+    // works to tell it.
+    if (exchange_ok && distbind_broadcast(db, &verdict, sizeof verdict, 0) != DISTBIND_OK) {
         std::fprintf(stderr, "%s\n", distbind_last_error(db));
         verdict = kProblems;
     }

@@ -59,10 +59,14 @@ $(RT_WORKER)_san: tests/exchange/worker.c lib/runtime/distbind.h $(RT_SAN) $(B)/
 	$(CXX) $(SAN) -o $@ $@.o $(RT_SAN) $(B)/san/text.o $(RT_LIBS)
 
 # Unit tests of the runtime (shortest-stem match wins over the core's rule).
-$(B)/tests/unit_test_runtime_%: tests/unit/test_runtime_%.c tests/unit/*.h lib/runtime/distbind.h $(RT_SAN) $(CORE_SAN)
+# The internals they reach come from tests/unit/runtime_hooks.cc, which is
+# linked into them only.
+$(B)/tests/unit_test_runtime_%: tests/unit/test_runtime_%.c tests/unit/*.h tests/unit/runtime_hooks.cc \
+                                lib/runtime/distbind.h $(RT_HDR) $(RT_SAN) $(CORE_SAN)
 	@mkdir -p $(@D)
 	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/runtime $(CHECK_FLAGS) -c $< -o $@.o
-	$(CXX) $(SAN) -o $@ $@.o $(RT_SAN) $(CORE_SAN) $(CHECK_LIBS) $(RT_LIBS)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core $(RT_FLAGS) -Itests/unit -c tests/unit/runtime_hooks.cc -o $@.hooks.o
+	$(CXX) $(SAN) -o $@ $@.o $@.hooks.o $(RT_SAN) $(CORE_SAN) $(CHECK_LIBS) $(RT_LIBS)
 
 # GPU tests: plain programs against the shared library; exit 77 without a GPU.
 $(B)/tests/gpu_%: tests/gpu/%.c lib/runtime/distbind.h $(RT_LIB)

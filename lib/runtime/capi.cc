@@ -45,6 +45,8 @@ struct distbind {
     bool device_set = false;
     std::string bus_id;
     void *comm = nullptr;
+    int nccl_blocking = -1;         // for a NULL config: -1 NCCL's default
+    bool comm_nonblocking = false;  // whether NCCL made `comm` non-blocking
 
     explicit distbind(const char *const *e) : env(e) {}
 };
@@ -144,13 +146,6 @@ distbind_status create(distbind **out, const char *const *env) noexcept {
 }
 
 }  // namespace
-
-void *db::rt::gpu::take_nccl_comm(distbind_t *db) {
-    if (!db) return nullptr;
-    void *comm = db->comm;
-    db->comm = nullptr;
-    return comm;
-}
 
 extern "C" {
 
@@ -319,15 +314,24 @@ distbind_status distbind_barrier(distbind_t *db) {
 
 distbind_status distbind_set_device(distbind_t *db, int *device) {
     return on(db, [&] {
-        namespace gpu = db::rt::gpu;
-        db::rt::Exchange &ex = exchange(db);
-        gpu::Probe mine = gpu::probe(db->id, db->env, true);
-        std::vector<gpu::Probe> all(static_cast<size_t>(db->id.world));
-        ex.allgather(&mine, sizeof mine, all.data());
-        gpu::check_probes(all);
+        db->bus_id = db::rt::gpu::set_device(exchange(db), db->id, db->env);
         db->device_set = true;
-        db->bus_id = mine.bus;
         if (device) *device = db->id.device;
+    });
+}
+
+distbind_status distbind_gpu_query(distbind_t *db, distbind_gpu_info *info) {
+    return on(db, [&] {
+        if (!info) fail(DISTBIND_ERR_ARG, "distbind_gpu_query: info is NULL");
+        db::rt::gpu::Probe p = db::rt::gpu::probe(db->id, db->env);
+        *info = distbind_gpu_info{};
+        info->status = p.status;
+        info->device = p.device;
+        info->count = p.count;
+        info->numa = p.numa;
+        db::copy_out(p.bus, info->bus_id, sizeof info->bus_id);
+        db::copy_out(p.uuid, info->uuid, sizeof info->uuid);
+        db::copy_out(p.msg, info->message, sizeof info->message);
     });
 }
 
@@ -341,16 +345,45 @@ distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len)
     });
 }
 
+distbind_status distbind_set_nccl_blocking(distbind_t *db, int blocking) {
+    return on(db, [&] {
+        if (blocking != 0 && blocking != 1)
+            fail(DISTBIND_ERR_ARG, "distbind_set_nccl_blocking: " + std::to_string(blocking) + " is not 0 or 1");
+        db->nccl_blocking = blocking;
+    });
+}
+
 distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm) {
     return on(db, [&] {
         if (!comm) fail(DISTBIND_ERR_ARG, "distbind_nccl_init: comm is NULL");
         *comm = nullptr;
         if (!db->device_set) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: call distbind_set_device first");
         if (db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: this handle already has a communicator");
-        db->comm = db::rt::gpu::nccl_init(exchange(db), db->id, db->params, config);
+        db->comm = db::rt::gpu::nccl_init(exchange(db), db->id, db->params, config, db->nccl_blocking,
+                                          &db->comm_nonblocking);
         *comm = static_cast<struct ncclComm *>(db->comm);
     });
 }
+
+distbind_status distbind_nccl_abort(distbind_t *db) {
+    return on(db, [&] {
+        if (!db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_abort: this handle has no communicator");
+        void *c = db->comm;
+        db->comm = nullptr;
+        db::rt::gpu::nccl_abort(c);
+    });
+}
+
+distbind_status distbind_nccl_allreduce_check(distbind_t *db, size_t bytes, int iters, double *seconds) {
+    return on(db, [&] {
+        if (!db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_allreduce_check: call distbind_nccl_init first");
+        double s = db::rt::gpu::allreduce_check(exchange(db), db->id, db->params, db->comm, db->comm_nonblocking,
+                                                bytes, iters);
+        if (seconds) *seconds = s;
+    });
+}
+
+double distbind_timeout(const distbind_t *db) { return db ? db->params.timeout_s : -1; }
 
 const char *distbind_last_error(const distbind_t *db) { return db ? db->err.c_str() : t_err.c_str(); }
 

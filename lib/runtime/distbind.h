@@ -26,9 +26,10 @@
  *     resolving MASTER_ADDR (getaddrinfo, on a helper thread).  After a
  *     PMIx_Init, PMI2_Init or PMI2 collective timed out, its helper thread
  *     may still be inside that library, which is then refused for the rest
- *     of the process (DISTBIND_ERR_STATE).  Not bounded by this library:
- *       - NCCL's own set-up when distbind_nccl_init gets a blocking config
- *         of yours (with NULL it runs on a helper thread, bounded);
+ *     of the process (DISTBIND_ERR_STATE).  NCCL's communicator set-up
+ *     (on a helper thread, whatever the config) and every wait of
+ *     distbind_nccl_allreduce_check are bounded too.  Not bounded by this
+ *     library:
  *       - CUDA calls (distbind_set_device's cudaGetDeviceCount,
  *         cudaSetDevice, ...), which wait for the driver;
  *       - distbind_destroy: ncclCommDestroy (it waits for the
@@ -123,6 +124,10 @@ DISTBIND_API distbind_status distbind_set_bootstrap(distbind_t *db, const char *
 /* Override DIST_BIND_TIMEOUT before distbind_connect (seconds, > 0). */
 DISTBIND_API distbind_status distbind_set_timeout(distbind_t *db, double seconds);
 
+/* Seconds each wait of this handle may take (DIST_BIND_TIMEOUT, or what
+ * distbind_set_timeout set); -1 when db is NULL. */
+DISTBIND_API double distbind_timeout(const distbind_t *db);
+
 /* COLLECTIVE.  Bring up the exchange (PMIx, PMI2 or TCP) and check that
  * every rank agrees on the world size and the step. */
 DISTBIND_API distbind_status distbind_connect(distbind_t *db);
@@ -178,42 +183,93 @@ DISTBIND_API distbind_status distbind_barrier(distbind_t *db);
 
 /* --- GPU --------------------------------------------------------------------- */
 
-/* COLLECTIVE.  Make distbind_device() the calling thread's CUDA device,
- * after checking it against the visible device count, and check across the
- * step that no two ranks got the same GPU (host and PCI bus id); the error
- * names both ranks and the host.  *device (may be NULL) gets the ordinal.
- * Every rank gets the same status: DISTBIND_ERR_NO_GPU when CUDA sees no
- * GPU on some rank (the message says which), DISTBIND_ERR_UNAVAILABLE when
- * the library was built without CUDA or libcudart cannot be loaded. */
+/* COLLECTIVE.  Check distbind_device() against the devices CUDA sees on
+ * every rank, then that no two ranks would use one GPU (by the GPU's UUID,
+ * so two machines with one host name, or one machine under two, are told
+ * apart; the error names both ranks and the host), and only then make it
+ * the calling thread's CUDA device (cudaSetDevice, which opens a context:
+ * on a GPU in exclusive-process mode the error says that another process
+ * holds it).  *device (may be NULL) gets the ordinal.  Every rank gets the
+ * same status: DISTBIND_ERR_NO_GPU when CUDA sees no GPU on some rank (the
+ * message says which), DISTBIND_ERR_UNAVAILABLE when the library was built
+ * without CUDA or libcudart cannot be loaded. */
 DISTBIND_API distbind_status distbind_set_device(distbind_t *db, int *device);
 
 /* The PCI bus id of the device chosen by distbind_set_device, as CUDA
  * writes it ("0000:3B:00.0"). */
 DISTBIND_API distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len);
 
+/* What CUDA says about this rank's device (distbind_gpu_query). */
+typedef struct distbind_gpu_info {
+    distbind_status status; /* DISTBIND_OK when the device exists and CUDA
+                               described it; else why not (NO_GPU,
+                               UNAVAILABLE, DEVICE), explained in message */
+    int device;             /* the ordinal asked about (distbind_device) */
+    int count;              /* devices CUDA sees; -1 when CUDA cannot tell
+                               (no driver, no libcudart) */
+    int numa;               /* the GPU's NUMA node (sysfs); -1 when unknown */
+    char bus_id[32];        /* "0000:3B:00.0"; "" when unknown */
+    char uuid[48];          /* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6",
+                               CUDA's UUID of the device (a MIG instance's
+                               own); "" when unknown */
+    char message[400];      /* why status is not DISTBIND_OK */
+} distbind_gpu_info;
+
+/* NOT collective.  Fill *info about distbind_device() without making it
+ * current (no cudaSetDevice, so no CUDA context is made).  Returns
+ * DISTBIND_OK when *info was filled in, whatever CUDA said (that is
+ * info->status), DISTBIND_ERR_ARG when info is NULL. */
+DISTBIND_API distbind_status distbind_gpu_query(distbind_t *db, distbind_gpu_info *info);
+
 struct ncclComm;
+
+/* Before distbind_nccl_init with config NULL: 1 asks NCCL for a blocking
+ * communicator (NCCL's default), 0 for a non-blocking one.  As with any
+ * config, NCCL_COMM_BLOCKING=0 or 1 in the process's environment overrides
+ * this (NCCL's own rule). */
+DISTBIND_API distbind_status distbind_set_nccl_blocking(distbind_t *db, int blocking);
 
 /* COLLECTIVE, after distbind_set_device.  Create an NCCL communicator over
  * all ranks of the step: rank 0 makes the unique id, or, when the world is
- * larger than DIST_BIND_NCCL_RANKS_PER_ROOT, one rank per block makes one
- * id each (ncclCommInitRankScalable); the ids travel over the exchange.
+ * larger than DIST_BIND_NCCL_RANKS_PER_ROOT, the first rank of each block
+ * makes one id each (ncclCommInitRankScalable, blocks split as NCCL splits
+ * them); only a status per rank and the ids travel over the exchange.
  * *comm is an ncclComm_t owned by the handle: distbind_destroy destroys
- * it, do not destroy it yourself.
+ * it, do not destroy it yourself (distbind_nccl_abort aborts it).
+ *
+ * The communicator is on the device distbind_set_device chose, whichever
+ * thread calls this.  NCCL's set-up runs on a helper thread that is waited
+ * for at most DIST_BIND_TIMEOUT, then DISTBIND_ERR_TIMEOUT: a non-blocking
+ * communicator is aborted; a blocking one leaves NCCL waiting on that
+ * thread, so end the process.
  *
  * `config` is an ncclConfig_t * (made with NCCL_CONFIG_INITIALIZER from
- * your nccl.h), passed to NCCL as it is, or NULL.
- *   - NULL: NCCL's defaults (a blocking communicator, as NCCL programs
- *     expect).  NCCL's set-up runs on a helper thread waited for at most
- *     DIST_BIND_TIMEOUT; past it the call returns DISTBIND_ERR_TIMEOUT and
- *     NCCL is left waiting on that thread, so end the process.
- *   - a non-blocking config (blocking = 0): the set-up is waited for at
- *     most DIST_BIND_TIMEOUT, then the communicator is aborted and the
- *     call returns DISTBIND_ERR_TIMEOUT.  NCCL calls on it may then return
- *     ncclInProgress (see NCCL's "non-blocking communicators").
- *   - a blocking config of yours (blocking = 1, or left unset): NCCL
- *     returns only when its set-up is done, so that part is bounded only
- *     by NCCL itself, not by DIST_BIND_TIMEOUT. */
+ * your nccl.h), copied at its own size (NCCL reads no further) for that
+ * thread, or NULL for NCCL's defaults (a blocking communicator unless
+ * distbind_set_nccl_blocking(db, 0)).  NCCL_COMM_BLOCKING=0|1 in the
+ * environment overrides the blocking mode of either (NCCL's rule); calls on
+ * a non-blocking communicator may return ncclInProgress (see NCCL's
+ * "non-blocking communicators"). */
 DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);
+
+/* NOT collective.  Abort the handle's communicator (ncclCommAbort): this
+ * rank's unfinished NCCL work ends, and so do the other ranks' waits on
+ * it.  The handle has no communicator afterwards.  DISTBIND_ERR_STATE when
+ * it has none. */
+DISTBIND_API distbind_status distbind_nccl_abort(distbind_t *db);
+
+/* COLLECTIVE, after distbind_nccl_init with a non-blocking communicator.
+ * A checked, timed all-reduce: every rank sums `bytes` (at least 4) of
+ * 1.0f; the first result must equal the world size everywhere; then
+ * `iters` (at least 1) timed rounds.  Every wait is bounded by the
+ * handle's timeout; a round that does not finish aborts the communicator.
+ * Every rank gets the same status and message, naming the rank whose own
+ * failure stopped the check (DISTBIND_ERR_NCCL; DISTBIND_ERR_STATE for a
+ * blocking communicator, whose waits could not be bounded), except a rank
+ * that failed and then could not reach the others: it reports its own
+ * failure.  *seconds (may be NULL) gets this rank's time per timed
+ * round. */
+DISTBIND_API distbind_status distbind_nccl_allreduce_check(distbind_t *db, size_t bytes, int iters, double *seconds);
 
 /* --- errors and diagnostics -------------------------------------------------- */
 

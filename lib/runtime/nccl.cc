@@ -3,11 +3,16 @@
 // one root per block of ranks when the world is large (one root serving
 // thousands of ranks is what makes NCCL's own bootstrap slow there).
 //
-// Each id travels with its maker's status, so a root that cannot make one
-// fails every rank with its message instead of leaving them waiting.
+// What travels: one status per rank (so a rank that cannot go on stops the
+// others before they enter NCCL, with its message broadcast only then),
+// and each root's id.  NCCL's set-up itself always runs on a helper thread
+// set to the rank's own device and is waited for at most the timeout,
+// whatever the config or NCCL_COMM_BLOCKING make of its blocking mode.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -28,113 +33,102 @@ std::vector<int> nccl_roots(int world, int ranks_per_root) {
 
 #ifndef DB_HAVE_CUDA
 
-void *nccl_init(Exchange &, const Identity &, const Params &, const void *) {
+void *nccl_init(Exchange &, const Identity &, const Params &, const void *, int, bool *) {
     fail(DISTBIND_ERR_UNAVAILABLE, "this libdistbind was built without NCCL (no cuda_runtime_api.h/nccl.h)");
 }
 void nccl_destroy(void *) {}
+void nccl_abort(void *) {}
 
 #else
 
 namespace {
 
-struct IdRecord {
-    int32_t status;
-    char id[NCCL_UNIQUE_ID_BYTES];
-    char msg[300];
+std::string secs(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g s", s);
+    return buf;
+}
+
+// The config NCCL gets, owned by the helper thread that may outlive the
+// call: yours copied at your nccl.h's size (its `size` field; NCCL reads
+// no further), never at this library's.  Size, magic and blocking sit at
+// the same place in every ncclConfig_t.
+std::shared_ptr<ncclConfig_t> make_config(const void *config, int blocking) {
+    size_t head = offsetof(ncclConfig_t, blocking) + sizeof(int);
+    if (!config) {
+        auto c = std::make_shared<ncclConfig_t>();
+        *c = NCCL_CONFIG_INITIALIZER;
+        if (blocking >= 0) c->blocking = blocking;
+        return c;
+    }
+    const auto *in = static_cast<const ncclConfig_t *>(config);
+    if (in->magic != 0xcafebeef)
+        fail(DISTBIND_ERR_ARG, "distbind_nccl_init: config was not made with NCCL_CONFIG_INITIALIZER");
+    if (in->size < head || in->size > 65536)
+        fail(DISTBIND_ERR_ARG, "distbind_nccl_init: config size " + std::to_string(in->size) +
+                                   " is not an ncclConfig_t's (made with NCCL_CONFIG_INITIALIZER?)");
+    size_t n = std::max(in->size, sizeof(ncclConfig_t));
+    std::shared_ptr<unsigned char[]> raw(new unsigned char[n]());
+    std::memcpy(raw.get(), config, in->size);
+    return std::shared_ptr<ncclConfig_t>(raw, reinterpret_cast<ncclConfig_t *>(raw.get()));
+}
+
+// Whether NCCL will make this config's communicator non-blocking: the
+// process's NCCL_COMM_BLOCKING=0|1, when set, overrides the config either
+// way (NCCL's own rule), else blocking unless the config says 0.
+bool will_be_nonblocking(const ncclConfig_t &c) {
+    const char *env = std::getenv("NCCL_COMM_BLOCKING");
+    if (env && (!std::strcmp(env, "0") || !std::strcmp(env, "1"))) {
+        if ((env[0] == '0') != (c.blocking == 0))
+            debugf("nccl: NCCL_COMM_BLOCKING=%s in the environment overrides the config's blocking mode", env);
+        return env[0] == '0';
+    }
+    return c.blocking == 0;
+}
+
+struct Started {
+    ncclResult_t r;
+    ncclComm_t comm;
+    std::string cuda;  // why the rank's device could not be made current
 };
 
-}  // namespace
-
-void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *config) {
+// NCCL's set-up on a helper thread set to the rank's own device (NCCL takes
+// the calling thread's, and a new thread starts on device 0), waited for
+// until the deadline; then, for a non-blocking communicator, polled.
+ncclComm_t start_comm(const Nccl *nc, const Identity &id, const Params &p, std::shared_ptr<ncclConfig_t> cfg,
+                      std::vector<ncclUniqueId> ids, bool *nonblocking) {
+    bool scalable = ids.size() > 1;
+    const char *fn = scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig";
     std::string why;
-    const Nccl *nc = nccl(why);
-    // Every rank takes part in the exchange even when it cannot go on, so
-    // the others learn why instead of timing out.
-    IdRecord mine{};
-    mine.status = nc ? DISTBIND_OK : DISTBIND_ERR_UNAVAILABLE;
-    if (!nc) db::copy_out(why, mine.msg, sizeof mine.msg);
-
-    std::vector<int> roots = nccl_roots(id.world, static_cast<int>(p.nccl_ranks_per_root));
-    bool scalable = roots.size() > 1;
-    if (nc && scalable && !nc->CommInitRankScalable) {
-        int v = 0;
-        nc->GetVersion(&v);
-        mine.status = DISTBIND_ERR_UNAVAILABLE;
-        db::copy_out("NCCL " + std::to_string(v) + " has no ncclCommInitRankScalable (2.23 or later needed) for " +
-                         std::to_string(id.world) + " ranks; set DIST_BIND_NCCL_RANKS_PER_ROOT to " +
-                         std::to_string(id.world) + " to use one root",
-                     mine.msg, sizeof mine.msg);
-    }
-    bool am_root = std::find(roots.begin(), roots.end(), id.rank) != roots.end();
-    if (mine.status == DISTBIND_OK && am_root) {
-        ncclUniqueId uid;
-        ncclResult_t r = nc->GetUniqueId(&uid);
-        if (r != ncclSuccess) {
-            mine.status = DISTBIND_ERR_NCCL;
-            db::copy_out("ncclGetUniqueId: " + nc->error(r, nullptr), mine.msg, sizeof mine.msg);
-        } else {
-            std::memcpy(mine.id, &uid, sizeof uid);
-        }
-    }
-
-    // An allgather, not a broadcast: every rank's status must reach every
-    // other, or one rank's failure leaves the rest blocked inside NCCL.
-    std::vector<IdRecord> all(static_cast<size_t>(id.world));
-    ex.allgather(&mine, sizeof mine, all.data());
-    for (size_t r = 0; r < all.size(); r++)
-        if (all[r].status != DISTBIND_OK)
-            fail(static_cast<distbind_status>(all[r].status),
-                 "NCCL set-up failed on rank " + std::to_string(r) + ": " + std::string(all[r].msg));
-
-    std::vector<ncclUniqueId> ids(roots.size());
-    for (size_t i = 0; i < roots.size(); i++) std::memcpy(&ids[i], all[static_cast<size_t>(roots[i])].id, sizeof(ncclUniqueId));
-
-    // The caller's config goes to NCCL as it is: it was built with the
-    // caller's nccl.h, whose ncclConfig_t may be larger or smaller than
-    // ours (NCCL reads its size field), so it is never copied at our size.
-    // NCCL does not write to it.
-    ncclComm_t comm = nullptr;
-    ncclResult_t r;
-    debugf("nccl: %s with %zu root(s) for %d ranks", scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig",
-           roots.size(), id.world);
+    const Cudart *cu = cudart(why);
     Deadline d = Deadline::in(p.timeout_s);
-    char limit[32];
-    std::snprintf(limit, sizeof limit, "%g s", p.timeout_s);
-    if (!config) {
-        // NCCL's defaults, blocking, as NCCL programs expect of their
-        // communicator.  NCCL's own set-up has no timeout, so it runs on a
-        // helper thread, on this thread's device (NCCL uses the current
-        // one), waited for until the deadline.  The lambda owns all it uses.
-        std::string cwhy;
-        const Cudart *cu = cudart(cwhy);
-        int dev = -1;
-        if (cu) cu->GetDevice(&dev);
-        auto done = run_bounded<std::pair<ncclResult_t, ncclComm_t>>(
-            [nc, cu, dev, scalable, world = id.world, rank = id.rank, ids]() mutable {
-                if (cu && dev >= 0) cu->SetDevice(dev);
-                ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-                ncclComm_t c = nullptr;
-                ncclResult_t res = scalable ? nc->CommInitRankScalable(&c, world, rank, static_cast<int>(ids.size()),
-                                                                      ids.data(), &cfg)
-                                            : nc->CommInitRankConfig(&c, world, ids[0], rank, &cfg);
-                return std::make_pair(res, c);
-            },
-            d);
-        if (!done)
-            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + limit +
-                                           " on rank " + std::to_string(id.rank) +
-                                           ": another rank's NCCL failed or is stuck (NCCL_DEBUG=WARN says why); "
-                                           "NCCL is left waiting on a helper thread, so end the process");
-        r = done->first;
-        comm = done->second;
-    } else {
-        ncclConfig_t *cfg = static_cast<ncclConfig_t *>(const_cast<void *>(config));
-        r = scalable ? nc->CommInitRankScalable(&comm, id.world, id.rank, static_cast<int>(ids.size()), ids.data(), cfg)
-                     : nc->CommInitRankConfig(&comm, id.world, ids[0], id.rank, cfg);
-    }
-    // A non-blocking config returns at once and NCCL connects the ranks in
-    // the background; wait for it until the deadline.  (A caller's blocking
-    // config returns only when NCCL is done: that wait is NCCL's.)
+    debugf("nccl: %s with %zu root(s) for %d ranks on device %d", fn, ids.size(), id.world, id.device);
+    auto done = run_bounded<Started>(
+        [nc, cu, cfg, ids, dev = id.device, world = id.world, rank = id.rank, scalable]() mutable {
+            Started s{ncclSuccess, nullptr, ""};
+            cudaError_t e = cu ? cu->SetDevice(dev) : cudaErrorInsufficientDriver;
+            if (e != cudaSuccess) {
+                s.r = ncclUnhandledCudaError;
+                s.cuda = "cudaSetDevice(" + std::to_string(dev) + ") on NCCL's set-up thread: " +
+                         (cu ? cu->error(e) : std::string("no libcudart"));
+                return s;
+            }
+            s.r = scalable ? nc->CommInitRankScalable(&s.comm, world, rank, static_cast<int>(ids.size()), ids.data(),
+                                                      cfg.get())
+                           : nc->CommInitRankConfig(&s.comm, world, ids[0], rank, cfg.get());
+            return s;
+        },
+        d);
+    if (!done)
+        fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + secs(p.timeout_s) + " on rank " +
+                                       std::to_string(id.rank) +
+                                       ": another rank's NCCL failed or is stuck (NCCL_DEBUG=WARN says why); NCCL "
+                                       "is left waiting on a helper thread, so end the process");
+    if (!done->cuda.empty()) fail(DISTBIND_ERR_DEVICE, done->cuda);
+    ncclResult_t r = done->r;
+    ncclComm_t comm = done->comm;
+    *nonblocking = r == ncclInProgress || will_be_nonblocking(*cfg);
+    // A non-blocking communicator connects the ranks in the background.
     if (r == ncclInProgress && !comm) r = ncclInternalError;
     while (r == ncclInProgress) {
         ncclResult_t state = ncclInProgress;
@@ -145,25 +139,91 @@ void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *c
         }
         if (d.passed()) {
             nc->CommAbort(comm);
-            fail(DISTBIND_ERR_TIMEOUT, std::string("NCCL communicator set-up did not finish within ") + limit +
+            fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + secs(p.timeout_s) +
                                            " on rank " + std::to_string(id.rank) +
                                            ", so it was aborted: another rank's NCCL failed or is stuck "
                                            "(NCCL_DEBUG=WARN says why)");
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     if (r != ncclSuccess) {
         std::string msg = nc->error(r, comm);
         if (comm) nc->CommAbort(comm);
-        fail(DISTBIND_ERR_NCCL, std::string(scalable ? "ncclCommInitRankScalable" : "ncclCommInitRankConfig") + ": " + msg);
+        fail(DISTBIND_ERR_NCCL, std::string(fn) + ": " + msg);
     }
     return comm;
+}
+
+}  // namespace
+
+void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *config, int blocking,
+                bool *nonblocking) {
+    std::string why;
+    const Nccl *nc = nccl(why);
+    distbind_status st = nc ? DISTBIND_OK : DISTBIND_ERR_UNAVAILABLE;
+    std::vector<int> roots = nccl_roots(id.world, static_cast<int>(p.nccl_ranks_per_root));
+    if (nc && roots.size() > 1 && !nc->CommInitRankScalable) {
+        int v = 0;
+        nc->GetVersion(&v);
+        st = DISTBIND_ERR_UNAVAILABLE;
+        why = "NCCL " + std::to_string(v) + " has no ncclCommInitRankScalable (2.23 or later needed) for " +
+              std::to_string(id.world) + " ranks; set DIST_BIND_NCCL_RANKS_PER_ROOT to " + std::to_string(id.world) +
+              " to use one root";
+    }
+    std::shared_ptr<ncclConfig_t> cfg;
+    if (st == DISTBIND_OK) {
+        try {
+            cfg = make_config(config, blocking);
+        } catch (const Failure &f) {
+            st = f.status;
+            why = f.what();
+        }
+    }
+    ncclUniqueId uid{};
+    bool am_root = std::find(roots.begin(), roots.end(), id.rank) != roots.end();
+    if (st == DISTBIND_OK && am_root) {
+        ncclResult_t r = nc->GetUniqueId(&uid);
+        if (r != ncclSuccess) {
+            st = DISTBIND_ERR_NCCL;
+            why = "ncclGetUniqueId: " + nc->error(r, nullptr);
+        }
+    }
+
+    return start_comm(nc, id, p, cfg, share_ids(ex, id, roots, st, why, uid), nonblocking);
+}
+
+std::vector<ncclUniqueId> share_ids(Exchange &ex, const Identity &id, const std::vector<int> &roots,
+                                    distbind_status st, const std::string &why, const ncclUniqueId &uid) {
+    // Every rank takes part even when it cannot go on, so the others learn
+    // why instead of waiting inside NCCL for it.
+    int32_t mine = st;
+    std::vector<int32_t> all(static_cast<size_t>(id.world));
+    ex.allgather(&mine, sizeof mine, all.data());
+    std::vector<distbind_status> sts(all.size());
+    for (size_t r = 0; r < all.size(); r++) sts[r] = peer_status(all[r], static_cast<int>(r));
+    fail_with_first(ex, sts, make_detail(id.host, "", "", st == DISTBIND_OK ? "" : why), "NCCL set-up failed: ");
+
+    // Each root's id, in root order (the order NCCL splits the ranks in).
+    std::vector<ncclUniqueId> ids(roots.size());
+    for (size_t i = 0; i < roots.size(); i++) {
+        ncclUniqueId x{};
+        if (id.rank == roots[i]) x = uid;
+        ex.broadcast(&x, sizeof x, roots[i]);
+        ids[i] = x;
+    }
+    return ids;
 }
 
 void nccl_destroy(void *comm) {
     if (!comm) return;
     std::string why;
     if (const Nccl *nc = nccl(why)) nc->CommDestroy(static_cast<ncclComm_t>(comm));
+}
+
+void nccl_abort(void *comm) {
+    if (!comm) return;
+    std::string why;
+    if (const Nccl *nc = nccl(why)) nc->CommAbort(static_cast<ncclComm_t>(comm));
 }
 
 #endif

@@ -1,10 +1,16 @@
 # shellcheck shell=bash
 # Shared by the GPU test scripts (sourced).  A test without a usable GPU
 # exits 77 (skipped), or fails when DIST_BIND_GPU_REQUIRED is set (as
-# run-on-gpu.sh does, so a broken driver on a GPU machine is not a pass).
+# smoke.sh and the fake-driver tests do, so a broken driver is not a pass).
+#
+# DIST_BIND_BUILD names the build folder (default build/; make coverage-gpu
+# uses build/cov).  use_fake puts the fake driver of tests/gpu/fake in
+# place of the real one, the way a real one is found: LD_LIBRARY_PATH.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PROBE=$ROOT/build/rt-tests/gpu_probe
-CHECK=$ROOT/build/dist-bind-check
+BUILD=${DIST_BIND_BUILD:-$ROOT/build}
+PROBE=$BUILD/rt-tests/gpu_probe
+RANKP=$BUILD/rt-tests/gpu_nccl_rank
+CHECK=$BUILD/dist-bind-check
 fails=0
 
 skip() {
@@ -34,9 +40,56 @@ norm_bus() { tr 'A-Z' 'a-z' | sed -E 's/^0*([0-9a-f]{4}:)/\1/'; }
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Run PROBE (or another program) as rank 0 of a world of 1 with extra
-# VAR=VALUE settings: env_one [VAR=VALUE ...] -- program
+# Run a program as rank 0 of a world of 1 with extra VAR=VALUE settings:
+# one_rank [env VAR=VALUE ...] program
 one_rank() {
     env -u SLURM_PROCID -u PMIX_NAMESPACE -u PMI_FD RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 NODE_RANK=0 \
         MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=60 "$@"
+}
+
+# ranks N [VAR=VALUE ...] -- program args: N ranks of one step on this
+# machine over TCP, in the background, at most LIMIT seconds (default 60)
+# each; rank r's environment also gets the values of the array RANK_ENV_r
+# when set (e.g. RANK_ENV_1=(DIST_BIND_DEVICE=1)).  Sets OUT[r] and RC[r].
+ranks() {
+    local n=$1 port dir r
+    shift
+    local common=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do common+=("$1"); shift; done
+    shift
+    port=$(free_port)
+    dir=$(mktemp -d)
+    local pids=()
+    for ((r = 0; r < n; r++)); do
+        local extra=()
+        if declare -p "RANK_ENV_$r" >/dev/null 2>&1; then eval "extra=(\"\${RANK_ENV_$r[@]}\")"; fi
+        env -u SLURM_PROCID -u PMIX_NAMESPACE -u PMI_FD RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
+            NODE_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=30 \
+            "${common[@]}" "${extra[@]}" timeout -k 5 "${LIMIT:-60}" "$@" >"$dir/$r.out" 2>&1 &
+        pids[r]=$!
+    done
+    OUT=() RC=()
+    for ((r = 0; r < n; r++)); do
+        wait "${pids[$r]}"
+        RC[r]=$?
+        OUT[r]=$(cat "$dir/$r.out")
+    done
+    rm -rf "$dir"
+}
+
+# use_fake DESCRIPTION [DIR]: the fake driver (build/fake, or DIR) with the
+# GPUs of DESCRIPTION (FAKEGPU_DEVICES, see tests/gpu/fake/README.md), its
+# nvidia-smi first on PATH, and a fresh FAKEGPU_STATE removed at exit.
+use_fake() {
+    local dir=${2:-$BUILD/fake}
+    [ -f "$dir/libnccl.so.2" ] || { echo "FAIL: the fake driver is not built ($dir; make check builds it)"; exit 1; }
+    export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=$BUILD/fake:$PATH
+    export FAKEGPU_DEVICES=$1
+    [ -n "${FAKEGPU_STATE:-}" ] || {
+        FAKEGPU_STATE=$(mktemp -d /tmp/fakegpu.XXXXXX)
+        export FAKEGPU_STATE
+        trap 'rm -rf "$FAKEGPU_STATE"' EXIT
+    }
+    export DIST_BIND_GPU_REQUIRED=1
 }

@@ -45,9 +45,14 @@ out=$(one_rank env CUDA_VISIBLE_DEVICES="$uuid" "$PROBE")
 out=$(one_rank env CUDA_VISIBLE_DEVICES=0 DIST_BIND_DEVICE=1 "$PROBE")
 [[ $out == "ERR DISTBIND_ERR_DEVICE"*"device 1 (from DIST_BIND_DEVICE) does not exist: CUDA sees 1 device (CUDA_VISIBLE_DEVICES=\"0\")"* ]] \
     && ok "DIST_BIND_DEVICE=1 with one visible GPU is refused" || bad "DIST_BIND_DEVICE=1: $out"
-out=$(one_rank env CUDA_VISIBLE_DEVICES=0 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 "$PROBE")
-[[ $out == "ERR DISTBIND_ERR_DEVICE"*"device 1 (from LOCAL_RANK) does not exist"* ]] \
-    && ok "LOCAL_RANK=1 with one visible GPU is refused" || bad "LOCAL_RANK=1: $out"
+# Local rank 1 of two ranks on a node with one visible GPU: both ranks get
+# the error, naming rank 1 and where its ordinal came from.  (A world of one
+# cannot have LOCAL_RANK=1: the library refuses that before CUDA.)
+ranks 2 CUDA_VISIBLE_DEVICES=0 -- "$PROBE"
+for r in 0 1; do
+    [[ ${OUT[$r]} == "ERR DISTBIND_ERR_DEVICE"*"rank 1 on "*"device 1 (from LOCAL_RANK) does not exist"* ]] \
+        && ok "rank $r: LOCAL_RANK=1 with one visible GPU is refused" || bad "rank $r, LOCAL_RANK=1: ${OUT[$r]}"
+done
 # Nothing visible at all.
 out=$(one_rank env CUDA_VISIBLE_DEVICES= "$PROBE")
 [[ $out == "ERR DISTBIND_ERR_NO_GPU"* ]] && ok "CUDA_VISIBLE_DEVICES= -> no GPU" || bad "CUDA_VISIBLE_DEVICES empty: $out"

@@ -1,16 +1,20 @@
 // dist-bind-check's row and verdict code, reached from the C unit test
 // test_check_rows.c: each rank's row is made by the tool's own my_row()
-// from the process environment, as on a real node.
+// from the process environment, as on a real node; then, where a case asks,
+// changed as CUDA or another rank would have it (gpu_count[i] >= 0: CUDA
+// saw that many devices and said so; corrupt[i]: 1 a host name without its
+// end, 2 a GPU status that is none, 3 a rank that is not its place; 4 a
+// GPU UUID of its own, 5 one GPU UUID for all).
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "check.hh"
-#include "text.hh"
 
 extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *const *own, const int *device,
-                                 char *gpus, char *flags, char *problems, size_t len) {
+                                 const int *gpu_count, const int *corrupt, char *gpus, char *flags, char *problems,
+                                 size_t len) {
     std::vector<dbcheck::Row> rows;
     for (int i = 0; i < n; i++) {
         if (visible[i]) setenv("CUDA_VISIBLE_DEVICES", visible[i], 1);
@@ -25,8 +29,19 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         envp.push_back(nullptr);
         distbind_t *db = nullptr;
         if (distbind_create_env(&db, envp.data()) != DISTBIND_OK) return 0;
-        rows.push_back(dbcheck::my_row(db));
+        dbcheck::Row r = dbcheck::my_row(db);
         distbind_destroy(db);
+        if (gpu_count && gpu_count[i] >= 0) {
+            r.gpu_count = gpu_count[i];
+            r.gpu_status = gpu_count[i] ? DISTBIND_OK : DISTBIND_ERR_NO_GPU;
+            dbcheck::set_gpu_lists(r, visible[i], own[i]);
+        }
+        if (corrupt && corrupt[i] == 1) std::memset(r.host, 'x', sizeof r.host);
+        if (corrupt && corrupt[i] == 2) r.gpu_status = 99;
+        if (corrupt && corrupt[i] == 3) r.rank = 7;
+        if (corrupt && corrupt[i] == 4) dbcheck::put(r.uuid, sizeof r.uuid, "GPU-0000000" + std::to_string(i));
+        if (corrupt && corrupt[i] == 5) dbcheck::put(r.uuid, sizeof r.uuid, "GPU-00000000");
+        rows.push_back(r);
     }
     unsetenv("CUDA_VISIBLE_DEVICES");
     unsetenv("DIST_BIND_GPUS");
@@ -38,8 +53,8 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         f += (i ? ";" : "") + (it == v.flags.end() ? std::string("ok") : it->second);
     }
     for (const std::string &x : v.problems) p += x + "\n";
-    db::copy_out(g, gpus, len);
-    db::copy_out(f, flags, len);
-    db::copy_out(p, problems, len);
+    dbcheck::put(gpus, len, g);
+    dbcheck::put(flags, len, f);
+    dbcheck::put(problems, len, p);
     return 1;
 }

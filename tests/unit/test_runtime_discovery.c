@@ -4,7 +4,7 @@
  * value giving one error that names it.
  */
 #include "distbind.h"
-#include "testhooks.h"
+#include "runtime_hooks.h"
 #include "unit.h"
 
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
@@ -228,31 +228,122 @@ START_TEST(status_names) {
 }
 END_TEST
 
+/* Two ranks on one GPU are told by the GPU's UUID: not by (host, bus id),
+ * which identical servers with one host name share (false alarm) and one
+ * machine under two host names (UTS namespaces) does not (missed). */
+#define UA {0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf6}
+#define UB {0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf7}
+#define UC {1}
+#define UNKNOWN {0}
 struct dup_row {
     int n;
-    const char *hosts[4], *bus[4];
-    int devices[4];
-    const char *err;
+    unsigned char uuids[4][16];
+    int a, b; /* -1: none */
 };
 
 static const struct dup_row dup_rows[] = {
-    {3, {"n1", "n1", "n2"}, {"0000:3B:00.0", "0000:5E:00.0", "0000:3B:00.0"}, {0, 1, 0}, NULL},
-    {3, {"n1", "n1", "n2"}, {"0000:3B:00.0", "0000:3B:00.0", "0000:5E:00.0"}, {0, 0, 0},
-     "ranks 0 and 1 would both use GPU 0000:3B:00.0 on n1&device 0 and device 0"},
-    {4, {"a", "b", "a", "b"}, {"x", "y", "z", "y"}, {0, 0, 1, 0}, "ranks 1 and 3&on b"},
-    {2, {"a", "a"}, {"", ""}, {0, 0}, NULL}, /* no bus id known: not compared */
+    {3, {UA, UB, UC}, -1, -1},
+    {3, {UA, UB, UA}, 0, 2},
+    {4, {UC, UA, UB, UA}, 1, 3},
+    {2, {UNKNOWN, UNKNOWN}, -1, -1}, /* unknown UUIDs are not compared */
 };
 
 START_TEST(dup_row) {
     const struct dup_row *r = &dup_rows[_i];
-    char msg[512] = "";
-    int found = db_rt_test_find_duplicate(r->n, r->hosts, r->bus, r->devices, msg, sizeof msg);
-    if (r->err) {
-        ck_assert_msg(found, "row %d: no duplicate found", _i);
-        assert_contains_all("duplicate", msg, r->err);
-    } else {
-        ck_assert_msg(!found, "row %d: unexpected duplicate: %s", _i, msg);
-    }
+    int a = -9, b = -9;
+    int found = db_rt_test_find_duplicate(r->n, r->uuids, &a, &b);
+    ck_assert_msg(found == (r->a >= 0), "row %d: found %d (%d, %d)", _i, found, a, b);
+    ck_assert_msg(a == r->a && b == r->b, "row %d: ranks %d and %d, want %d and %d", _i, a, b, r->a, r->b);
+}
+END_TEST
+
+/* What the other ranks send is checked before it is used: a status that is
+ * no distbind_status, a string without its terminator (issue 9, item 8).
+ * This is rank 0 of n; the other ranks come from a script. */
+#define H(x) "host" #x
+struct peer_row {
+    int nccl; /* 0: set_device's probes, 1: NCCL's statuses */
+    int n;
+    int statuses[4];
+    unsigned char uuids[4][16];
+    const char *hosts[4];
+    const char *unterminated;
+    distbind_status st;
+    const char *err; /* '&'-separated substrings */
+};
+
+static const struct peer_row peer_rows[] = {
+    {0, 3, {0, 0, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_OK, NULL},
+    {0, 3, {0, 99, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 1 sent status 99, which is not a distbind_status"},
+    {0, 3, {0, 0, -1}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 2 sent status -1"},
+    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_DEVICE, "rank 1 on host1: failure of rank 1"},
+    {0, 3, {0, DISTBIND_ERR_DEVICE, DISTBIND_ERR_NO_GPU}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_DEVICE,
+     "rank 1 on host1: failure of rank 1 (and 1 more rank)"},
+    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, "msg", DISTBIND_ERR_PEER,
+     "rank 1 sent a malformed message (its message has no end within 400 bytes)"},
+    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, "host", DISTBIND_ERR_PEER,
+     "rank 1 sent a malformed message (its host name has no end within 64 bytes)"},
+    /* One GPU, two ranks: named by UUID, also under two host names. */
+    {0, 3, {0, 0, 0}, {UC, UA, UA}, {"n1", "n1", "n1"}, NULL, DISTBIND_ERR_DEVICE,
+     "ranks 1 and 2 would both use GPU GPU-uuid-of-rank-1 (0000:01:00.0) on n1 (device 0 and device 0)"},
+    {0, 3, {0, 0, 0}, {UC, UA, UA}, {"n1", "n1", "n1-ns"}, NULL, DISTBIND_ERR_DEVICE,
+     "ranks 1 and 2 would both use GPU&on n1 (rank 1) and n1-ns (rank 2): one GPU under two host names"},
+    {0, 3, {0, 0, 0}, {UC, UA, UA}, {NULL}, "uuid", DISTBIND_ERR_PEER, "rank 1 sent a malformed message (its GPU UUID"},
+    /* Two GPUs with one bus id on hosts of one name: no duplicate. */
+    {0, 2, {0, 0}, {UA, UB}, {"same", "same"}, NULL, DISTBIND_OK, NULL},
+    {1, 3, {0, 0, 0}, {{0}}, {NULL}, NULL, DISTBIND_OK, NULL},
+    {1, 3, {0, 0, 42}, {{0}}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 2 sent status 42"},
+    {1, 3, {0, DISTBIND_ERR_UNAVAILABLE, 0}, {{0}}, {NULL}, NULL, DISTBIND_ERR_UNAVAILABLE,
+     "NCCL set-up failed: rank 1 on host1: failure of rank 1"},
+    {1, 3, {0, DISTBIND_ERR_UNAVAILABLE, 0}, {{0}}, {NULL}, "msg", DISTBIND_ERR_PEER, "rank 1 sent a malformed message"},
+};
+
+START_TEST(peer_row) {
+    const struct peer_row *r = &peer_rows[_i];
+    char msg[1024] = "";
+    int st = r->nccl ? db_rt_test_peer_nccl(r->n, r->statuses, r->unterminated, msg, sizeof msg)
+                     : db_rt_test_peer_probes(r->n, r->statuses, r->uuids, r->hosts[0] ? r->hosts : NULL,
+                                              r->unterminated, msg, sizeof msg);
+    ck_assert_msg(st == (int)r->st, "row %d: status %d, want %d (%s)", _i, st, r->st, msg);
+    if (r->err) assert_contains_all("peer", msg, r->err);
+}
+END_TEST
+
+/* What bring-up moves (issue 11, item 7): a status and a UUID per rank for
+ * the device check, a status per rank and one id per root for NCCL, not a
+ * 512-byte and a 432-byte record from every rank. */
+struct traffic_row {
+    int world, per_root;
+    long probe_bytes, nccl_bytes;
+    int probe_coll, nccl_coll;
+};
+
+static const struct traffic_row traffic_rows[] = {
+    {5, 128, 24 * 5, 4 * 5, 1, 2},
+    {129, 128, 24 * 129, 4 * 129 + 128, 1, 3},
+    {32768, 128, 24L * 32768, 4L * 32768 + 255 * 128, 1, 1 + 256},
+};
+
+START_TEST(traffic_row) {
+    const struct traffic_row *r = &traffic_rows[_i];
+    long pb = 0, nb = 0;
+    int pc = 0, nc = 0;
+    ck_assert_msg(db_rt_test_bringup_traffic(r->world, r->per_root, &pb, &pc, &nb, &nc), "built without CUDA");
+    ck_assert_msg(pb == r->probe_bytes && pc == r->probe_coll, "world %d: device check received %ld bytes in %d "
+                  "collectives, want %ld in %d", r->world, pb, pc, r->probe_bytes, r->probe_coll);
+    ck_assert_msg(nb == r->nccl_bytes && nc == r->nccl_coll, "world %d: NCCL bring-up received %ld bytes in %d "
+                  "collectives, want %ld in %d", r->world, nb, nc, r->nccl_bytes, r->nccl_coll);
+}
+END_TEST
+
+/* libcudart of the headers' CUDA first, then older runtimes that have
+ * every function used (a node with CUDA 12 only), then any. */
+START_TEST(cudart_names) {
+    char out[512];
+    db_rt_test_cudart_names(13, out, sizeof out);
+    ck_assert_str_eq(out, "libcudart.so.13;libcudart.so.12;libcudart.so.11;libcudart.so;/usr/local/cuda/lib64/libcudart.so.13");
+    db_rt_test_cudart_names(12, out, sizeof out);
+    ck_assert_str_eq(out, "libcudart.so.12;libcudart.so.11;libcudart.so;/usr/local/cuda/lib64/libcudart.so.12");
 }
 END_TEST
 
@@ -340,6 +431,9 @@ int main(void) {
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test(tc, place_row, 0, (int)(sizeof place_rows / sizeof place_rows[0]));
     tcase_add_loop_test(tc, dup_row, 0, (int)(sizeof dup_rows / sizeof dup_rows[0]));
+    tcase_add_loop_test(tc, peer_row, 0, (int)(sizeof peer_rows / sizeof peer_rows[0]));
+    tcase_add_loop_test(tc, traffic_row, 0, (int)(sizeof traffic_rows / sizeof traffic_rows[0]));
+    tcase_add_test(tc, cudart_names);
     tcase_add_loop_test(tc, roots_row, 0, (int)(sizeof roots_rows / sizeof roots_rows[0]));
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
