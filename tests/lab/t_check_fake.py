@@ -6,6 +6,7 @@ under --mpi=pmix, pmi2 and none passes, each rank on its own GPU by bus id,
 with an NCCL all-reduce through the fake NCCL whose sum comes from the
 ranks' real buffers; without --dist-bind, with ranks sharing a GPU, and
 with one rank's NCCL failing, it names what is wrong and fails."""
+# lab-configs: plain cgroup
 import os
 import shutil
 import sys
@@ -54,8 +55,10 @@ try:
         t.ok(r.returncode != 0 and all("NO-SUCH-DEVICE" in flags.get(k, "") for k in (1, 2, 4))
              and flags.get(0) == "ok" and flags.get(3) == "ok",
              "without --dist-bind: ranks 1, 2, 4 flagged, the step fails (%s)" % flags)
+        # Slurm numbers rank 1's GPU 1 inside its device cgroup, where it is 0.
+        own = "0" if lab.cgroup else "1"
         t.ok("PROBLEM: rank 1 (node1): device 1 (from SLURM_LOCALID) does not exist: CUDA sees 1 device "
-             "(CUDA_VISIBLE_DEVICES=\"1\")" in r.stdout, "and CUDA's own view is named (%s)" % r.stdout.strip()[-300:])
+             "(CUDA_VISIBLE_DEVICES=\"%s\")" % own in r.stdout, "and CUDA's own view is named (%s)" % r.stdout.strip()[-300:])
 
         # Every task on device 0 of its node's four GPUs: they share it.
         r = lab.srun("-N2 -n5 --gpus-per-node=4 --mpi=pmix", [CHECK] + ARGS, env=dict(fake, DIST_BIND_DEVICE="0"))
