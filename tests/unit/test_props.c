@@ -6,8 +6,11 @@
  *   - the visible list is a permutation of the step's GPUs on the node;
  *   - devices DIST_BIND_DEVICE .. +k-1 are exactly the task's own GPUs;
  *   - DIST_BIND_DEVICE == LOCAL_RANK * k;
- * in isolate mode the visible list is exactly the own GPUs.  Garbage input
- * yields either a plan or one non-empty message, never a crash.
+ * in isolate mode the visible list is exactly the own GPUs.  Steps without
+ * a list for the task (--gpu-bind=none), with srun's word on GPUs per task,
+ * and inside device cgroups (Slurm's lists numbered from 0) are among them.
+ * Garbage input yields either a plan or one non-empty message, never a
+ * crash.
  */
 #include <stdint.h>
 
@@ -47,11 +50,12 @@ START_TEST(generated_layouts) {
     ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
     for (int iter = 0; iter < 4000; iter++) {
         int ngpu = 1 + next() % 8, k = 1 + next() % 3, ntasks_node = 1 + next() % 8;
-        int isolate = next() % 2, global_numbers = next() % 2;
+        int isolate = next() % 2, global_numbers = next() % 2, per_task_word = next() % 2, cgroup = next() % 3 == 0;
+        if (cgroup) global_numbers = 0;
         char step_list[128] = "", task_list[128] = "", senv_s[512], tenv_s[256];
         int perm[8];
         for (int i = 0; i < ngpu; i++) perm[i] = i;
-        for (int i = ngpu - 1; i > 0; i--) { /* Slurm's list order need not be sorted */
+        for (int i = ngpu - 1; i > 0 && !cgroup; i--) { /* Slurm's list order need not be sorted */
             int j = next() % (i + 1), t = perm[i];
             perm[i] = perm[j];
             perm[j] = t;
@@ -60,7 +64,11 @@ START_TEST(generated_layouts) {
             snprintf(step_list + strlen(step_list), sizeof step_list - strlen(step_list), "%s%d", i ? "," : "",
                      perm[i] + (global_numbers ? 8 : 0));
         int local = next() % ntasks_node;
+        /* Inside a device cgroup a bound task could open only its own GPU
+         * (t_cgroup covers that); here Slurm did not bind, or bound with
+         * --gres-flags=allow-task-sharing. */
         int bound = ntasks_node > 1 && ntasks_node * k <= ngpu;
+        int nolist = !bound && next() % 2; /* --gpu-bind=none */
         if (bound) { /* Slurm's per-task binding: k consecutive GPUs of its list */
             char tmp[8][16];
             split_list(step_list, tmp, 8);
@@ -70,9 +78,12 @@ START_TEST(generated_layouts) {
         } else {
             snprintf(task_list, sizeof task_list, "%s", step_list);
         }
-        snprintf(senv_s, sizeof senv_s, "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|SLURM_STEP_GPUS=x|CUDA_VISIBLE_DEVICES=%s",
-                 ntasks_node, step_list);
-        snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", task_list);
+        snprintf(senv_s, sizeof senv_s,
+                 "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|SLURM_STEP_GPUS=x|CUDA_VISIBLE_DEVICES=%s|"
+                 DB_DEVICES_HINT "=%s%s%.0d",
+                 ntasks_node, step_list, cgroup ? "cgroup,task-sharing" : "none",
+                 per_task_word ? ",gpus-per-task=" : "", per_task_word ? k : 0);
+        snprintf(tenv_s, sizeof tenv_s, nolist ? "X=%s" : "CUDA_VISIBLE_DEVICES=%s", task_list);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request req = {isolate ? DB_MODE_ISOLATE : DB_MODE_RANK, 0, 0, 0};
         db_node_input ni = {1, 0, 2, 0, (uint32_t)ntasks_node + 1, (uint32_t)ntasks_node, (const char *const *)senv};
@@ -93,7 +104,8 @@ START_TEST(generated_layouts) {
             int no = split_list(get(tp, "DIST_BIND_GPUS"), own, 8);
             int ns = split_list(step_list, stepv, 8);
             int dev = atoi(get(tp, "DIST_BIND_DEVICE"));
-            ck_assert_int_eq(no, bound ? k : (ntasks_node == 1 ? ngpu : 1));
+            int unbound_k = nolist && per_task_word && ntasks_node * k <= ngpu ? k : 1;
+            ck_assert_int_eq(no, bound ? k : (ntasks_node == 1 ? ngpu : unbound_k));
             if (isolate) {
                 ck_assert_int_eq(nv, no);
                 ck_assert_int_eq(dev, 0);
@@ -127,7 +139,7 @@ static void random_text(char *buf, size_t len) {
 }
 
 START_TEST(garbage_never_crashes) {
-    char err[DB_ERRLEN], a[96], b[96], c[96], d[96], e[48], senv_s[600], tenv_s[200];
+    char err[DB_ERRLEN], a[96], b[96], c[96], d[96], e[48], senv_s[800], tenv_s[200];
     for (int iter = 0; iter < 20000; iter++) {
         db_config cfg;
         db_request req;
@@ -146,8 +158,8 @@ START_TEST(garbage_never_crashes) {
         }
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
         snprintf(senv_s, sizeof senv_s,
-                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|SLURM_STEP_GPUS=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_STEP_RESV_PORTS=%s", a,
-                 b, c, c, e);
+                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|SLURM_STEP_GPUS=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_STEP_RESV_PORTS=%s|"
+                 DB_DEVICES_HINT "=%s", a, b, c, c, e, next() % 2 ? e : "cgroup,gpus-per-task=2");
         snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", d);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request rq = {DB_MODE_RANK + (int)(next() % 4), (int)(next() % 2), (int)(next() % 2), 0};
