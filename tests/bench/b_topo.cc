@@ -77,9 +77,11 @@ double node_choice_ms(const std::string &xml, int runs) {
 
 // Per task: db_task_plan_new for 8 local tasks on 8 GPUs.
 double per_task_us(int mode, bool with_choice, int rounds) {
+    // Slurm names the step's GPUs in SLURM_STEP_GPUS whenever it allocated
+    // some; without it the plan has no GPUs to choose among.
     const char *step_env[] = {"SLURM_STEP_NODELIST=node[1-2]", "SLURM_STEP_TASKS_PER_NODE=8(x2)",
-                              "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "GPU_DEVICE_ORDINAL=0,1,2,3,4,5,6,7",
-                              nullptr};
+                              "SLURM_STEP_GPUS=0,1,2,3,4,5,6,7", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+                              "GPU_DEVICE_ORDINAL=0,1,2,3,4,5,6,7", nullptr};
     db_config cfg;
     char err[DB_ERRLEN];
     db_config_parse(0, nullptr, &cfg, err, sizeof err);
