@@ -165,7 +165,8 @@ std::string rank_list(const std::vector<int> &ranks) {
     size_t items = 0;
     for (size_t i = 0; i < ranks.size();) {
         size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+        // In 64 bits: the ranks may come from another rank's message.
+        while (j + 1 < ranks.size() && int64_t{ranks[j + 1]} == int64_t{ranks[j]} + 1) j++;
         if (items == kShown) {
             out += ", ... (" + std::to_string(ranks.size()) + " ranks in all)";
             break;

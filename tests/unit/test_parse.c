@@ -5,6 +5,10 @@
 #include "db_core.h"
 #include "unit.h"
 
+/* A parser that allocates for what a short string claims shows up as an
+ * error here, not as a slow success. */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=16"; }
+
 struct opt_row {
     const char *value;
     int mode, verbose, share;
@@ -162,6 +166,43 @@ START_TEST(hostlist_row) {
 }
 END_TEST
 
+/* Finding 10: a term's host count is the product of its groups' sizes.
+ * 2^24 hosts in one group times 2^40 in the next (4096 ranges of 2^28: a
+ * 49 KB list) wrapped to 2^64 = 0, and the list was taken as a small one. */
+START_TEST(hostlist_product_wrap) {
+    const char *range = "0-268435455,";
+    size_t n = 4096, len = strlen("a[0-16777215]b[") + n * strlen(range) + 2;
+    char *list = malloc(len), out[64] = "", err[DB_ERRLEN] = "";
+    strcpy(list, "a[0-16777215]b[");
+    for (size_t i = 0; i < n; i++) strcat(list, range);
+    list[strlen(list) - 1] = ']';
+    ck_assert_msg(db_hostlist_nth(list, 0, out, sizeof out, err, sizeof err) != 0, "accepted, host 0 is %s", out);
+    assert_contains_all("2^64 hosts", err, "too many hosts");
+    /* One short of the limit in one group, times 2: refused too. */
+    ck_assert(db_hostlist_nth("a[0-16777215]b[1-2]", 0, out, sizeof out, err, sizeof err) != 0);
+    assert_contains_all("2^25 hosts", err, "too many hosts");
+    ck_assert(db_hostlist_nth("a[0-4095]b[0-4095]", 16777215, out, sizeof out, err, sizeof err) == 0);
+    ck_assert_str_eq(out, "a4095b4095");
+    free(list);
+}
+END_TEST
+
+/* Finding 10: "1(x16777215)" is 12 bytes naming 16 million nodes; the node
+ * plan refuses it against the step's node count before expanding it. */
+START_TEST(tasks_per_node_cap) {
+    char err[DB_ERRLEN] = "", **env = make_env("SLURM_STEP_TASKS_PER_NODE=1(x16777215)|SLURM_STEP_NODELIST=n[1-2]");
+    db_config c;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env};
+    db_node_plan *np = NULL;
+    ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
+    ck_assert_msg(db_node_plan_new(&c, &eff, &in, &np, err, sizeof err) != 0, "accepted");
+    assert_contains_all("1(x16777215)", err, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 2 nodes&step has 2");
+    db_node_plan_free(np);
+    free_env(env);
+}
+END_TEST
+
 START_TEST(master_addr_formats) {
     char out[64], err[DB_ERRLEN], **argv = NULL;
     db_config c;
@@ -206,6 +247,8 @@ int main(void) {
     tcase_add_loop_test(tc, option_row, 0, (int)(sizeof opt_rows / sizeof opt_rows[0]));
     tcase_add_loop_test(tc, config_row, 0, (int)(sizeof conf_rows / sizeof conf_rows[0]));
     tcase_add_loop_test(tc, hostlist_row, 0, (int)(sizeof host_rows / sizeof host_rows[0]));
+    tcase_add_test(tc, hostlist_product_wrap);
+    tcase_add_test(tc, tasks_per_node_cap);
     tcase_add_test(tc, master_addr_formats);
     tcase_add_test(tc, srun_lookup_needed);
     suite_add_tcase(s, tc);

@@ -7,6 +7,10 @@
 #include "testhooks.h"
 #include "unit.h"
 
+/* A parser that allocates for what a short string claims shows up as an
+ * error here, not as a slow success. */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=16"; }
+
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
@@ -72,6 +76,11 @@ static const struct place_row place_rows[] = {
      0, 0, 0, NULL, "SLURM_LOCALID is not set"},
     {"SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "SLURM_STEP_TASKS_PER_NODE is not set"},
+    /* Finding 10: 12 bytes naming 16 million nodes, refused before expanding. */
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x16777215)",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 5 nodes"},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x5),1",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "more than 5 nodes (SLURM_STEP_NUM_TASKS=5 tasks)"},
     {"HOME=/root", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "cannot tell this task's rank&RANK&SLURM_PROCID&PMIX_NAMESPACE"},
 
     /* Settings. */
@@ -279,11 +288,32 @@ START_TEST(roots_row) {
 }
 END_TEST
 
+/* "1-3, 5": ranks for messages.  Finding 9: the ranks a child lists in a
+ * Missing message reached this with any 32-bit value, and INT_MAX + 1 was
+ * computed while looking for a run. */
+struct rank_row {
+    int ranks[6];
+    int n;
+    const char *want;
+};
+static const struct rank_row rank_rows[] = {
+    {{1, 2, 3, 5, 7, 8}, 6, "1-3, 5, 7, 8"},
+    {{0}, 1, "0"},
+    {{4, 5}, 2, "4, 5"},
+    {{2147483646, 2147483647}, 2, "2147483646, 2147483647"},
+    {{2147483647, -2147483647 - 1, -2147483647}, 3, "2147483647, -2147483648, -2147483647"},
+};
+
+START_TEST(rank_row) {
+    const struct rank_row *r = &rank_rows[_i];
+    char out[256];
+    db_rt_test_rank_list(r->ranks, r->n, out, sizeof out);
+    ck_assert_str_eq(out, r->want);
+}
+END_TEST
+
 START_TEST(rank_lists) {
     char out[256];
-    int a[] = {1, 2, 3, 5, 7, 8};
-    db_rt_test_rank_list(a, 6, out, sizeof out);
-    ck_assert_str_eq(out, "1-3, 5, 7, 8");
     int b[40];
     for (int i = 0; i < 40; i++) b[i] = 2 * i;
     db_rt_test_rank_list(b, 40, out, sizeof out);
@@ -341,6 +371,7 @@ int main(void) {
     tcase_add_loop_test(tc, place_row, 0, (int)(sizeof place_rows / sizeof place_rows[0]));
     tcase_add_loop_test(tc, dup_row, 0, (int)(sizeof dup_rows / sizeof dup_rows[0]));
     tcase_add_loop_test(tc, roots_row, 0, (int)(sizeof roots_rows / sizeof roots_rows[0]));
+    tcase_add_loop_test(tc, rank_row, 0, (int)(sizeof rank_rows / sizeof rank_rows[0]));
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
     tcase_add_test(tc, world_of_one);
