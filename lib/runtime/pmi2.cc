@@ -96,8 +96,9 @@ struct Session {
     // cannot be used from two threads at once, so nothing may call it again.
     std::atomic<bool> wedged{false};
     std::string unusable;  // why it cannot serve, though connected (under g_mu)
-    // Collective numbers are the process's, so keys of two handles never collide.
-    uint32_t seq = 0;
+    // Collective numbers are the process's, so keys of two handles never
+    // collide; handles on different threads share it.
+    std::atomic<uint32_t> seq{0};
     ~Session() {
         if (finalize && !wedged) finalize();
     }

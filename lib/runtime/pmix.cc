@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -59,9 +60,10 @@ struct Session {
     pmix_proc_t me{};
     // A fence that never completed may still call back; then PMIx must not
     // be finalised under it.
-    bool wedged = false;
-    // Collective numbers are the process's, so keys of two handles never collide.
-    uint32_t seq = 0;
+    std::atomic<bool> wedged{false};
+    // Collective numbers are the process's, so keys of two handles never
+    // collide; handles on different threads share it.
+    std::atomic<uint32_t> seq{0};
 
     ~Session() {
         if (finalize && !wedged) finalize(nullptr, 0);

@@ -53,12 +53,18 @@ class Result:
         return "rc=%d %r" % (self.rc, self.out[:300])
 
 
+# The step's secret, as srun --dist-bind would draw it (one per test run;
+# the port and step key tell runs apart).
+SECRET = os.urandom(32).hex()
+
+
 def rank_env(rank, world, port, extra=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
            "LOCAL_WORLD_SIZE": str(world), "NODE_RANK": "0",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "DIST_BIND_TIMEOUT": "20", "DIST_BIND_STEP_KEY": "test.%d" % port}
+           "DIST_BIND_TIMEOUT": "20", "DIST_BIND_STEP_KEY": "test.%d" % port,
+           "DIST_BIND_SECRET": SECRET}
     if extra:
         env.update(extra)
     return env

@@ -12,6 +12,7 @@
 const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=16"; }
 
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
+#define SECRET "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
 struct place_row {
@@ -97,6 +98,12 @@ static const struct place_row place_rows[] = {
     {PLUGIN "|MASTER_ADDR=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "MASTER_ADDR=\"\""},
     {PLUGIN "|DIST_BIND_DEBUG=yes", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEBUG=\"yes\"&0 or 1"},
     {PLUGIN "|DIST_BIND_STEP_KEY=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_STEP_KEY=\"\""},
+    {PLUGIN "|DIST_BIND_SECRET=" SECRET, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    {PLUGIN "|DIST_BIND_SECRET=abc", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_SECRET (3 characters) is not a secret&expected 64 hex digits"},
+    {PLUGIN "|DIST_BIND_SECRET=" SECRET "0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "(65 characters)"},
+    {PLUGIN "|DIST_BIND_TCP_INSECURE=yes", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_TCP_INSECURE=\"yes\"&expected 0 or 1"},
 };
 
 START_TEST(place_row) {
@@ -150,8 +157,15 @@ START_TEST(api_misuse) {
     ck_assert_int_eq(distbind_set_bootstrap(db, "pmi2"), DISTBIND_OK);
     ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_UNAVAILABLE);
     assert_contains_all("pmi2", distbind_last_error(db), "PMI_FD is not set&srun --mpi=pmi2");
-    /* TCP, rank 4 of 5, without MASTER_ADDR. */
+    /* TCP, rank 4 of 5, without the step's secret, then without MASTER_ADDR. */
     ck_assert_int_eq(distbind_set_bootstrap(db, "tcp"), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
+    assert_contains_all("tcp without a secret", distbind_last_error(db),
+                        "DIST_BIND_SECRET is not set&srun --dist-bind&srun --mpi=pmix&DIST_BIND_TCP_INSECURE=1");
+    distbind_destroy(db);
+    free_env(env);
+    env = make_env(PLUGIN "|DIST_BIND_BOOTSTRAP=tcp|DIST_BIND_SECRET=" SECRET);
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
     ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
     assert_contains_all("tcp", distbind_last_error(db), "MASTER_ADDR is not set");
     distbind_destroy(db);
@@ -161,6 +175,38 @@ START_TEST(api_misuse) {
     ck_assert_int_eq(distbind_barrier(NULL), DISTBIND_ERR_ARG);
     distbind_destroy(NULL);
     free_env(env);
+}
+END_TEST
+
+/* The secret is never shown, not even in the error about a bad one. */
+START_TEST(secret_not_shown) {
+    char **env = make_env(PLUGIN "|DIST_BIND_SECRET=zz3456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0|"
+                                 "DIST_BIND_DEBUG=1");
+    distbind_t *db = NULL;
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_ERR_ENV);
+    ck_assert_msg(!strstr(distbind_last_error(NULL), "3456789abcdef"), "the value is shown: %s",
+                  distbind_last_error(NULL));
+    free_env(env);
+}
+END_TEST
+
+/* distbind_create takes DIST_BIND_SECRET out of the process's environment
+ * (programs it starts do not inherit it), and later handles still have it. */
+START_TEST(secret_leaves_environment) {
+    char **env = make_env(PLUGIN);
+    for (char **e = env; *e; e++) putenv(*e);  /* the strings stay: the environment holds them */
+    free(env);
+    setenv("DIST_BIND_SECRET", SECRET, 1);
+    setenv("DIST_BIND_BOOTSTRAP", "tcp", 1);
+    for (int round = 0; round < 2; round++) {
+        distbind_t *db = NULL;
+        ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
+        ck_assert_msg(getenv("DIST_BIND_SECRET") == NULL, "round %d: still in the environment", round);
+        /* It has the secret: the TCP bootstrap's next want is MASTER_ADDR. */
+        ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
+        assert_contains_all("second handle", distbind_last_error(db), "MASTER_ADDR is not set");
+        distbind_destroy(db);
+    }
 }
 END_TEST
 
@@ -375,6 +421,8 @@ int main(void) {
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
     tcase_add_test(tc, world_of_one);
+    tcase_add_test(tc, secret_not_shown);
+    tcase_add_test(tc, secret_leaves_environment);
     tcase_add_test(tc, size_caps);
     tcase_add_test(tc, helper_threads);
     tcase_add_test(tc, status_names);

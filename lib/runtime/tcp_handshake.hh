@@ -1,0 +1,122 @@
+// The start of every connection between two ranks of the TCP bootstrap.
+//
+// The rank that connects (the client) sends a Hello: its rank, the rank it
+// wants, the world size and step it believes in, a fresh nonce.  The rank
+// that accepted (the server) answers with its own nonce and its proof of
+// the step's secret over both; the client checks it, then sends its own
+// proof and, in the same write, the message the connection is for (a
+// registration, a tree, an abort).  Neither end sends anything of the
+// exchange before the other has proved itself, and a connection that does
+// not prove itself changes nothing: it is dropped and counted (debug).
+//
+// A Door serves a listener: every connection that has not yet proved
+// itself is read without waiting, with a time budget of its own and a cap
+// on how many are held at once (when full, the oldest is dropped), so no
+// number of idle or slow strangers keeps a rank from being heard.  dial()
+// brings up connections the same way from the other end, retrying until
+// the deadline when what answers does not prove itself.
+//
+// With DIST_BIND_TCP_INSECURE=1 on every rank the proofs are left out
+// (Hello and the message go in one write, as before there were secrets).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "auth.hh"
+#include "net.hh"
+
+namespace db::rt::tcp {
+
+using namespace net;
+
+// This rank, as both ends of a handshake see it.
+struct Credentials {
+    const auth::Secret *secret = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
+    int rank = 0, world = 1;
+    std::string step;
+    double budget_s = 2;  // time one connection has to finish its handshake
+};
+
+// A frame read piece by piece from a non-blocking socket, never past its
+// end and never more than the limit it was started with.
+class FrameReader {
+  public:
+    void start(size_t max_body);
+    // 1: a whole frame is in; 0: more to come; -1: closed, or not a frame
+    // within the limit.
+    int pump(int fd);
+    const Header &header() const { return hd_; }
+    std::vector<uint8_t> &body() { return body_; }
+
+  private:
+    uint8_t head_[kHeader] = {};
+    size_t have_ = 0, max_ = 0;
+    bool in_body_ = false;
+    Header hd_;
+    std::vector<uint8_t> body_;
+};
+
+// A connection that proved itself, with the message it came for.
+struct Admitted {
+    Socket sock;
+    Hello hello;
+    Message first;
+    std::string peer;  // its address
+};
+
+class Door {
+  public:
+    // `client_ok`: which ranks may call here.  `first`: the messages that
+    // may follow the handshake, at most max_first bytes of body.
+    Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
+         size_t max_first);
+    Door(const Door &) = delete;
+    Door &operator=(const Door &) = delete;
+    ~Door();
+    // Serve until one connection has proved itself and sent its message,
+    // or until d.
+    std::optional<Admitted> next(const Deadline &d);
+    // Connections dropped because they did not prove themselves in time.
+    long dropped() const { return dropped_; }
+    // At most this many connections are held before they proved themselves.
+    static constexpr size_t kMaxPending = 256;
+
+  private:
+    struct Conn;
+    Socket lis_;
+    Credentials me_;
+    std::function<bool(uint32_t)> client_ok_;
+    std::set<Msg> first_;
+    size_t max_first_;
+    std::vector<std::unique_ptr<Conn>> conns_;
+    long dropped_ = 0;
+
+    void accept_all();
+    void drop(size_t i, const char *why);
+    // Read what conn i has sent; true when it is admitted.
+    bool progress(size_t i);
+};
+
+// One connection to bring up.
+struct Dial {
+    int rank = 0;                // the rank listening there
+    Addr addr;
+    std::vector<uint8_t> first;  // the framed message to send once it proved itself
+    bool await_reply = false;    // and read one answer (at most kMaxReply) before done
+    // Results.
+    Socket sock;
+    Message reply;
+    bool done = false;
+    std::string why;  // the last failure, for the caller's message
+};
+
+// Bring up every dial by d: each failure that a stranger could cause (no
+// answer, a closed connection, a wrong proof) is retried until d;
+// "connection refused" only when retry_refused.
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused);
+
+}  // namespace db::rt::tcp
