@@ -18,8 +18,8 @@
  *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
  *
  * Prints one line on stdout: "OK rank=R world=W bootstrap=B source=S
- * peak=N", "BENCH ..." (rank 0 of bench), or "ERR <STATUS> <message>"
- * (exit 1).
+ * peak=N init_us=T secret_env=0|1", "BENCH ..." (rank 0 of bench), or
+ * "ERR <STATUS> <message>" (exit 1).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -203,8 +203,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench ITERS\n");
         return 2;
     }
-    printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f\n", rank, distbind_world_size(db),
-           distbind_bootstrap(db), distbind_source(db), distbind_peak_connections(db), init_us);
+    /* secret_env: whether DIST_BIND_SECRET is still in this process's environment. */
+    printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f secret_env=%d\n", rank,
+           distbind_world_size(db), distbind_bootstrap(db), distbind_source(db), distbind_peak_connections(db), init_us,
+           getenv("DIST_BIND_SECRET") != NULL);
     distbind_destroy(db);
     return 0;
 }

@@ -80,7 +80,7 @@ static const struct conf_row conf_rows[] = {
     {"master_addr=addr", DB_MODE_OFF, 20000, 29999, DB_ADDR_NODEADDR, "", NULL},
     {"master_addr=name default=off", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
     {"ports=1-1", DB_MODE_OFF, 1, 1, DB_ADDR_NAME, "", NULL},
-    {"foo=1", 0, 0, 0, 0, NULL, "unknown key \"foo\"&valid keys: default, ports, master_addr"},
+    {"foo=1", 0, 0, 0, 0, NULL, "unknown key \"foo\"&valid keys: default, ports, master_addr, topology_cache"},
     {"default=rank bar=2", 0, 0, 0, 0, NULL, "unknown key \"bar\""},
     {"noequals", 0, 0, 0, 0, NULL, "\"noequals\": expected key=value"},
     {"=rank", 0, 0, 0, 0, NULL, "expected key=value"},
@@ -96,7 +96,29 @@ static const struct conf_row conf_rows[] = {
     {"master_addr=ip", 0, 0, 0, 0, NULL, "master_addr=\"ip\"&expected name, addr or suffix:S"},
     {"master_addr=suffix:", 0, 0, 0, 0, NULL, "master_addr=\"suffix:\"&suffix"},
     {"master_addr=suffix:a/b", 0, 0, 0, 0, NULL, "master_addr=\"suffix:a/b\""},
+    {"topology_cache=relative/x.xml", 0, 0, 0, 0, NULL, "topology_cache=\"relative/x.xml\"&absolute path"},
+    {"topology_cache=/s/%u.xml", 0, 0, 0, 0, NULL, "topology_cache=\"/s/%u.xml\"&%n (node name)"},
+    {"topology_cache=/s/100%", 0, 0, 0, 0, NULL, "topology_cache=\"/s/100%\""},
+    {"topology_cache=", 0, 0, 0, 0, NULL, "topology_cache=\"\"&expected none"},
+    {"topology_cache=none topology_cache=/x", 0, 0, 0, 0, NULL, "key \"topology_cache\" given twice"},
 };
+
+/* topology_cache=: the default, none, and a template kept as written. */
+START_TEST(topology_cache_key) {
+    char err[DB_ERRLEN] = "", **argv = NULL;
+    db_config c;
+    ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
+    ck_assert_str_eq(c.topology_cache, "/var/spool/slurmd/hwloc_topo_whole.xml");
+    int argc = make_argv("topology_cache=none", &argv);
+    ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(c.topology_cache, "");
+    free_env(argv);
+    argc = make_argv("topology_cache=/lab/%n/spool/%%h_%h.xml", &argv);
+    ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(c.topology_cache, "/lab/%n/spool/%%h_%h.xml");
+    free_env(argv);
+}
+END_TEST
 
 START_TEST(config_row) {
     const struct conf_row *r = &conf_rows[_i];
@@ -247,6 +269,7 @@ int main(void) {
     tcase_add_loop_test(tc, option_row, 0, (int)(sizeof opt_rows / sizeof opt_rows[0]));
     tcase_add_loop_test(tc, config_row, 0, (int)(sizeof conf_rows / sizeof conf_rows[0]));
     tcase_add_loop_test(tc, hostlist_row, 0, (int)(sizeof host_rows / sizeof host_rows[0]));
+    tcase_add_test(tc, topology_cache_key);
     tcase_add_test(tc, hostlist_product_wrap);
     tcase_add_test(tc, tasks_per_node_cap);
     tcase_add_test(tc, master_addr_formats);
