@@ -196,8 +196,16 @@ size_t hostlist_count(std::string_view list) {
 }
 
 std::string hostlist_nth(std::string_view list, size_t index) {
+    // The whole list is sized first: a list too long to count is refused
+    // whatever the index.
+    std::vector<Term> terms = parse_hostlist(list);
+    uint64_t total = 0;
+    for (const Term &t : terms) {
+        total += term_size(list, t);
+        if (total > kMaxHosts) bad_hostlist(list, "too many hosts");
+    }
     uint64_t k = index;
-    for (const Term &t : parse_hostlist(list)) {
+    for (const Term &t : terms) {
         uint64_t n = term_size(list, t);
         if (k < n) return term_nth(t, k);
         k -= n;

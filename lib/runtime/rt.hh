@@ -154,6 +154,9 @@ PmixPlace pmix_place(std::shared_ptr<void> &keep, double timeout_s);
 // PMI2's encoding of bytes (pmi2.cc).
 std::string b64_encode_bytes(const uint8_t *p, size_t n);
 bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out);
+// The first chunk of a rank's bytes in PMI2, "<total>,<base64>": false
+// unless total is decimal digits and at most max_total.
+bool pmi2_first_chunk(const char *val, uint64_t max_total, uint64_t &total, const char *&data);
 
 // "1, 3, 5-9": ranks for messages, shortened when there are many.
 std::string rank_list(const std::vector<int> &ranks);

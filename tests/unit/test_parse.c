@@ -171,6 +171,8 @@ static const struct host_row host_rows[] = {
     {"a,,b", 0, NULL, "empty host name"},
     {"n[1-2[3]]", 0, NULL, "nested"},
     {"n[0-99999999]m[0-99999999]", 0, NULL, "too many hosts"},
+    /* Refused whatever the index: the whole list is counted first. */
+    {"a,n[0-99999999]m[0-99999999]", 0, NULL, "too many hosts"},
     {"node 1", 0, NULL, "whitespace"},
 };
 
