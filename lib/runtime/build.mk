@@ -22,7 +22,7 @@ endif
 ifneq ($(wildcard /usr/include/slurm/pmi2.h),)
 RT_FLAGS    += -DDB_HAVE_PMI2
 endif
-RT_LIBS     := -ldl -pthread -lcrypto
+RT_LIBS     := -ldl -pthread -lsodium
 
 RT_LIB      := $(B)/libdistbind.so
 RT_ARCHIVE  := $(B)/libdistbind.a

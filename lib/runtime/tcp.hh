@@ -157,6 +157,7 @@ class TcpExchange final : public Exchange {
     Tree tree_;
     double grace_ = 1;
     Credentials cred_;
+    auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is
     // destroyed, and members are destroyed in reverse order.
     long open_ = 0, peak_ = 0;
@@ -203,7 +204,7 @@ class TcpExchange final : public Exchange {
     // MASTER_ADDR:MASTER_PORT as an address (getaddrinfo, bounded by d).
     Addr resolve_master(const Deadline &d) const;
     // Rank 0 stops the set-up: every registered rank hears why, directly.
-    void abort_registered(const std::vector<Addr> &addr, const std::vector<bool> &have, distbind_status st,
+    void abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                           const std::string &msg);
     // After a failed set-up, answer the ranks still registering with the
     // reason (instead of leaving them to time out), until each has heard
@@ -213,7 +214,7 @@ class TcpExchange final : public Exchange {
     static std::string host_name();
     void setup_child(const Deadline &d);
     // Connect to each child and hand it the addresses of its subtree.
-    void connect_children(const std::vector<std::pair<int, Addr>> &sub, const Deadline &d);
+    void connect_children(const std::vector<Member> &sub, const Deadline &d);
 };
 
 }  // namespace db::rt::tcp

@@ -148,13 +148,21 @@ bool Door::progress(size_t i) {
                 drop(i, "it asked for another rank, or came from a rank not expected here");
                 return false;
             }
-            if (c.hello.auth != (me_.secret != nullptr)) {
+            if ((c.hello.mode == Mode::None) != (me_.secret == nullptr)) {
                 drop(i, me_.secret ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
                                    : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
                 return false;
             }
             c.hello_body = c.in.body();
-            if (me_.secret) {
+            if (c.hello.mode == Mode::Announced) {
+                if (!announced_) {
+                    drop(i, "it proves over a nonce this rank never announced");
+                    return false;
+                }
+                c.server_nonce = *announced_;
+                c.phase = Conn::AwaitProof;
+                c.in.start(kMaxProof);
+            } else if (me_.secret) {
                 Challenge ch;
                 ch.nonce = auth::fresh_nonce();
                 ch.proof = auth::prove(*me_.secret, auth::Role::Server, c.hello_body, ch.nonce);
@@ -212,15 +220,11 @@ std::optional<Admitted> Door::next(const Deadline &d) {
         int n = poll(p.data(), p.size(), ms_until(wake));
         if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
         if (n <= 0) continue;
-        // Connections first (by pointer: accepting and dropping move them).
-        std::vector<Conn *> ready;
-        for (size_t i = 1; i < p.size(); i++)
-            if (p[i].revents) ready.push_back(conns_[i - 1].get());
-        for (Conn *c : ready) {
-            auto it = std::find_if(conns_.begin(), conns_.end(), [&](const auto &x) { return x.get() == c; });
-            if (it == conns_.end()) continue;
-            size_t i = static_cast<size_t>(it - conns_.begin());
-            if (!progress(i)) continue;
+        // Connections first, last to first: dropping one moves only those
+        // after it, which are done.
+        for (size_t i = p.size() - 1; i >= 1; i--) {
+            if (!p[i].revents || !progress(i - 1)) continue;
+            Conn *c = conns_[i - 1].get();
             Admitted a;
             a.sock = std::move(c->s);
             a.hello = std::move(c->hello);
@@ -229,7 +233,12 @@ std::optional<Admitted> Door::next(const Deadline &d) {
             a.first.seq = c->in.header().seq;
             a.first.body = std::move(c->in.body());
             a.peer = c->peer;
-            conns_.erase(conns_.begin() + static_cast<long>(i));
+            if (a.hello.mode == Mode::Announced) {
+                Ack ack;
+                ack.proof = auth::prove(*me_.secret, auth::Role::Server, c->hello_body, c->server_nonce);
+                a.ack = frame(Msg::Ack, 0, 0, encode(ack));
+            }
+            conns_.erase(conns_.begin() + static_cast<long>(i - 1));
             return a;
         }
         if (p[0].revents) accept_all();
@@ -247,7 +256,6 @@ struct DialState {
     Socket s;
     FrameReader in;
     std::vector<uint8_t> hello_body;
-    auth::Nonce nonce{};
 };
 
 bool retryable(int err, bool refused) {
@@ -269,9 +277,11 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
             s.phase = DialState::Failed;
             return;
         }
+        debugf("tcp: connection to rank %d at %s: %s; again in %d ms", x.rank, x.addr.str().c_str(), x.why.c_str(),
+               static_cast<int>(s.pause.count()));
         s.phase = DialState::Wait;
         s.wake = Clock::now() + s.pause;
-        s.pause = std::min(s.pause * 2, std::chrono::milliseconds(500));
+        s.pause = std::min(s.pause * 2, std::chrono::milliseconds(100));
     };
     auto finish_handshake = [&](size_t i) {
         Dial &x = dials[i];
@@ -343,23 +353,27 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                     continue;
                 }
                 Hello h;
-                h.auth = me.secret != nullptr;
+                h.mode = !me.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 h.client = static_cast<uint32_t>(me.rank);
                 h.server = static_cast<uint32_t>(x.rank);
                 h.world = static_cast<uint32_t>(me.world);
                 h.step = me.step;
-                if (h.auth) h.nonce = auth::fresh_nonce();
+                if (me.secret) h.nonce = auth::fresh_nonce();
                 s.hello_body = encode(h);
-                s.nonce = h.nonce;
                 std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
-                if (!h.auth) out.insert(out.end(), x.first.begin(), x.first.end());
-                // Without proofs the message goes with the Hello, whatever its size.
+                if (h.mode == Mode::Announced) {
+                    auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, *x.announced);
+                    std::vector<uint8_t> p = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
+                    out.insert(out.end(), p.begin(), p.end());
+                }
+                // Without a challenge the message goes with the Hello.
+                if (h.mode != Mode::Challenge) out.insert(out.end(), x.first.begin(), x.first.end());
                 IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
                 if (!r.ok()) {
                     failed(i, "the connection broke as it opened (" + r.str() + ")", true);
                     continue;
                 }
-                if (h.auth) {
+                if (h.mode == Mode::Challenge) {
                     s.phase = DialState::AwaitChallenge;
                     s.in.start(2 * auth::kMacBytes);
                 } else {
@@ -400,6 +414,16 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                     // connection was dropped.  Either way, again.
                     failed(i, "it closed the connection without answering this rank's proof", true);
                     continue;
+                }
+                if (x.announced && me.secret) {
+                    // The server's proof, over this connection's fresh Hello.
+                    Ack ack;
+                    if (s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
+                        !auth::same(auth::prove(*me.secret, auth::Role::Server, s.hello_body, *x.announced),
+                                    ack.proof.data())) {
+                        failed(i, "it did not prove that it knows this step's secret", true);
+                        continue;
+                    }
                 }
                 x.reply.type = s.in.header().type;
                 x.reply.op = s.in.header().op;

@@ -1,13 +1,21 @@
 // The start of every connection between two ranks of the TCP bootstrap.
 //
-// The rank that connects (the client) sends a Hello: its rank, the rank it
-// wants, the world size and step it believes in, a fresh nonce.  The rank
-// that accepted (the server) answers with its own nonce and its proof of
-// the step's secret over both; the client checks it, then sends its own
-// proof and, in the same write, the message the connection is for (a
-// registration, a tree, an abort).  Neither end sends anything of the
-// exchange before the other has proved itself, and a connection that does
-// not prove itself changes nothing: it is dropped and counted (debug).
+// The rank that connects (the client) opens with a Hello: its rank, the
+// rank it wants, the world size and step it believes in, a fresh nonce.
+// Both ends then prove that they know the step's secret (HMAC over the
+// Hello and a nonce of the server's), one of two ways:
+//   - Challenge (registration with rank 0): the server answers with its
+//     own fresh nonce and its proof; the client checks it, then sends its
+//     proof and, in the same write, the message the connection is for.
+//   - Announced (every later connection, to a rank that registered): the
+//     server announced a fresh nonce in its registration, which reached
+//     the client through rank 0 and the tree; the client sends Hello, proof
+//     and message at once, the server checks the proof before reading the
+//     message and answers with its own proof (Ack).  One round trip, and
+//     nothing for the server to wait for.
+// Neither end acts on anything before the other has proved itself, and a
+// connection that does not prove itself changes nothing: it is dropped and
+// counted (debug).
 //
 // A Door serves a listener: every connection that has not yet proved
 // itself is read without waiting, with a time budget of its own and a cap
@@ -16,8 +24,8 @@
 // brings up connections the same way from the other end, retrying until
 // the deadline when what answers does not prove itself.
 //
-// With DIST_BIND_TCP_INSECURE=1 on every rank the proofs are left out
-// (Hello and the message go in one write, as before there were secrets).
+// With DIST_BIND_TCP_INSECURE=1 on every rank there are no proofs (Hello
+// and the message go in one write, as before there were secrets).
 #pragma once
 
 #include <functional>
@@ -65,7 +73,8 @@ struct Admitted {
     Socket sock;
     Hello hello;
     Message first;
-    std::string peer;  // its address
+    std::string peer;          // its address
+    std::vector<uint8_t> ack;  // Announced: the answer (this rank's proof) to send once the message is taken
 };
 
 class Door {
@@ -80,6 +89,9 @@ class Door {
     // Serve until one connection has proved itself and sent its message,
     // or until d.
     std::optional<Admitted> next(const Deadline &d);
+    // With `announced` (the nonce this rank registered with), connections
+    // may prove themselves at once (Mode::Announced).
+    void announce(const auth::Nonce *announced) { announced_ = announced; }
     // Connections dropped because they did not prove themselves in time.
     long dropped() const { return dropped_; }
     // At most this many connections are held before they proved themselves.
@@ -94,6 +106,7 @@ class Door {
     size_t max_first_;
     std::vector<std::unique_ptr<Conn>> conns_;
     long dropped_ = 0;
+    const auth::Nonce *announced_ = nullptr;
 
     void accept_all();
     void drop(size_t i, const char *why);
@@ -105,8 +118,10 @@ class Door {
 struct Dial {
     int rank = 0;                // the rank listening there
     Addr addr;
+    const auth::Nonce *announced = nullptr;  // the nonce it registered with: Mode::Announced
     std::vector<uint8_t> first;  // the framed message to send once it proved itself
-    bool await_reply = false;    // and read one answer (at most kMaxReply) before done
+    bool await_reply = false;    // and read one answer (at most kMaxReply) before done; with
+                                 // `announced` it must be an Ack with the server's proof
     // Results.
     Socket sock;
     Message reply;

@@ -13,15 +13,16 @@
 
 namespace db::rt::tcp {
 
-void TcpExchange::abort_registered(const std::vector<Addr> &addr, const std::vector<bool> &have, distbind_status st,
+void TcpExchange::abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                                    const std::string &msg) {
     std::vector<uint8_t> abort = frame(Msg::Abort, 0, 0, encode(Verdict{st, msg}));
     std::vector<Dial> ds;
-    for (size_t r = 1; r < addr.size(); r++) {
-        if (!have[r] || addr[r].port == 0) continue;
+    for (size_t r = 1; r < reg.size(); r++) {
+        if (!have[r] || reg[r].addr.port == 0) continue;
         Dial x;
         x.rank = static_cast<int>(r);
-        x.addr = addr[r];
+        x.addr = reg[r].addr;
+        x.announced = &reg[r].nonce;
         x.first = abort;
         ds.push_back(std::move(x));
     }
@@ -94,7 +95,7 @@ void TcpExchange::setup_root(const Deadline &d) {
                                    "); it must name the node rank 0 runs on");
     if (!lis) fail(DISTBIND_ERR_SYSTEM, "rank 0 cannot listen on " + at.str() + ": " + errno_str(err));
 
-    std::vector<Addr> addr(c_.world);
+    std::vector<Member> members(c_.world);
     std::vector<Register> reg(c_.world);
     std::vector<bool> have(c_.world, false);
     have[0] = true;
@@ -115,7 +116,7 @@ void TcpExchange::setup_root(const Deadline &d) {
                 msg += "; " + std::to_string(door.dropped()) +
                        " connection(s) that did not prove they know this step's secret were dropped (ranks of "
                        "another step using the same MASTER_PORT, or other programs)";
-            abort_registered(addr, have, DISTBIND_ERR_TIMEOUT, msg);
+            abort_registered(members, have, DISTBIND_ERR_TIMEOUT, msg);
             fail(DISTBIND_ERR_TIMEOUT, msg);
         }
         // From here on the caller knows the secret: a rank of this step,
@@ -138,7 +139,7 @@ void TcpExchange::setup_root(const Deadline &d) {
             else if (rank >= h.world)
                 bad = who + " claims rank " + std::to_string(rank) + ", but the ranks other than rank 0 are 1.." +
                       std::to_string(c_.world - 1);
-            else if (have[rank] && !(addr[rank] == x.listener && reg[rank].pid == x.pid && reg[rank].host == x.host))
+            else if (have[rank] && !(reg[rank].listener == x.listener && reg[rank].pid == x.pid && reg[rank].host == x.host))
                 bad = "rank " + std::to_string(rank) + " registered twice: from " + reg[rank].host + " and from " +
                       x.host + ": two processes have the same RANK";
         }
@@ -147,13 +148,13 @@ void TcpExchange::setup_root(const Deadline &d) {
             std::vector<uint8_t> no = encode(Verdict{DISTBIND_ERR_PEER, bad});
             send_msg(a->sock.fd(), Msg::Reject, 0, 0, no.data(), no.size(), sooner(d, 1.0));
             if (rank < have.size()) have[rank] = true;  // told
-            abort_registered(addr, have, DISTBIND_ERR_PEER, bad);
+            abort_registered(members, have, DISTBIND_ERR_PEER, bad);
             turn_away(door, have, d, DISTBIND_ERR_PEER, bad);
             fail(DISTBIND_ERR_PEER, bad);
         }
         // The same rank again (its first answer was lost): welcomed again.
         if (!have[rank]) count++;
-        addr[rank] = x.listener;
+        members[rank] = Member{static_cast<int>(rank), x.listener, x.nonce};
         reg[rank] = x;
         have[rank] = true;
         std::vector<uint8_t> w = encode(Welcome{tree_.k});
@@ -161,15 +162,14 @@ void TcpExchange::setup_root(const Deadline &d) {
     }
     debugf("tcp: all %d ranks registered; %ld connection(s) that did not prove themselves were dropped", c_.world,
            door.dropped());
-    std::vector<std::pair<int, Addr>> all;
-    for (int r = 1; r < c_.world; r++) all.emplace_back(r, addr[r]);
+    std::vector<Member> all(members.begin() + 1, members.end());
     try {
         // The last rank may have registered just before d: connecting to
         // the children (who wait d's length plus the grace for it) gets
         // the grace of its own.
         connect_children(all, Deadline::in(grace_));
     } catch (const Failure &f) {
-        abort_registered(addr, have, f.status, f.what());
+        abort_registered(members, have, f.status, f.what());
         throw;
     }
 }
@@ -201,6 +201,9 @@ void TcpExchange::setup_child(const Deadline &d) {
     reg.listener = local_addr(lis.fd());
     reg.host = host_name();
     reg.pid = static_cast<uint32_t>(getpid());
+    // Whoever connects here later proves itself over this (tcp_handshake.hh).
+    if (cred_.secret) announced_ = auth::fresh_nonce();
+    reg.nonce = announced_;
 
     std::vector<Dial> ds(1);
     ds[0].rank = 0;
@@ -232,12 +235,13 @@ void TcpExchange::setup_child(const Deadline &d) {
     // Wait for the parent to hand over this rank's subtree, or for rank 0
     // to say the set-up failed.
     Deadline dt = Deadline::in(d.s_left() + grace_);
-    std::vector<std::pair<int, Addr>> sub;
+    std::vector<Member> sub;
     {
         const int parent = parent_.rank;
         Door door(std::move(lis), cred_,
                   [parent](uint32_t r) { return r == static_cast<uint32_t>(parent) || r == 0; },
                   {Msg::Tree, Msg::Abort}, std::max(kMaxReply, max_tree_body(c_.world)));
+        door.announce(&announced_);
         std::optional<Admitted> a = door.next(dt);
         if (!a)
             fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
@@ -254,11 +258,11 @@ void TcpExchange::setup_child(const Deadline &d) {
         bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) && decode(a->first.body, c_.world, t) &&
                   t.fanout == tree_.k && t.sub.size() + 1 == want.size();
         for (size_t i = 0; ok && i < t.sub.size(); i++)
-            ok = t.sub[i].first != c_.rank && tree_.below(t.sub[i].first, c_.rank);
+            ok = t.sub[i].rank != c_.rank && tree_.below(t.sub[i].rank, c_.rank);
         if (!ok) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " sent this rank a malformed tree");
-        // The parent waits for this before it counts the link as up.
-        if (cred_.secret) {
-            IoResult r = send_msg(a->sock.fd(), Msg::Ack, 0, 0, nullptr, 0, sooner(dt, 1.0));
+        // This rank's proof: the parent waits for it before it counts the link as up.
+        if (!a->ack.empty()) {
+            IoResult r = send_all(a->sock.fd(), a->ack, sooner(dt, 1.0));
             if (!r.ok()) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " closed its connection during the set-up");
         }
         parent_.link = Link(std::move(a->sock), &open_, &peak_);
@@ -267,23 +271,23 @@ void TcpExchange::setup_child(const Deadline &d) {
     connect_children(sub, dt);
 }
 
-void TcpExchange::connect_children(const std::vector<std::pair<int, Addr>> &sub, const Deadline &d) {
+void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadline &d) {
     std::vector<Dial> ds;
     for (int ch : tree_.children(c_.rank)) {
         Dial x;
         x.rank = ch;
         Subtree t;
         t.fanout = tree_.k;
-        bool found = false;
-        for (const auto &e : sub) {
-            if (e.first == ch) {
-                x.addr = e.second;
-                found = true;
-            } else if (tree_.below(e.first, ch)) {
-                t.sub.push_back(e);
-            }
+        const Member *self = nullptr;
+        for (const Member &m : sub) {
+            if (m.rank == ch)
+                self = &m;
+            else if (tree_.below(m.rank, ch))
+                t.sub.push_back(m);
         }
-        if (!found) spread(DISTBIND_ERR_INTERNAL, "set-up failed: no address for rank " + std::to_string(ch));
+        if (!self) spread(DISTBIND_ERR_INTERNAL, "set-up failed: no address for rank " + std::to_string(ch));
+        x.addr = self->addr;
+        x.announced = cred_.secret ? &self->nonce : nullptr;
         x.first = frame(Msg::Tree, 0, 0, encode(t));
         x.await_reply = cred_.secret != nullptr;
         ds.push_back(std::move(x));

@@ -169,7 +169,7 @@ std::string printable(std::string_view s, size_t max) {
 
 std::vector<uint8_t> encode(const Hello &h) {
     Writer w;
-    w.u32(h.proto).u8(h.auth ? 1 : 0).u32(h.client).u32(h.server).u32(h.world).str(h.step);
+    w.u32(h.proto).u8(static_cast<uint8_t>(h.mode)).u32(h.client).u32(h.server).u32(h.world).str(h.step);
     w.bytes(h.nonce.data(), h.nonce.size());
     return w.data();
 }
@@ -180,13 +180,13 @@ bool decode(const std::vector<uint8_t> &body, Hello &out) {
     Hello h;
     h.proto = r.u32();
     uint8_t a = r.u8();
-    h.auth = a == 1;
+    h.mode = static_cast<Mode>(a <= 2 ? a : 0);
     h.client = r.u32();
     h.server = r.u32();
     h.world = r.u32();
     h.step = r.str(kMaxStep);
     get_array(r, h.nonce);
-    if (!r.done() || h.proto != kProto || a > 1 || h.world == 0 || h.world > kMaxWorld || h.client >= kMaxWorld ||
+    if (!r.done() || h.proto != kProto || a > 2 || h.world == 0 || h.world > kMaxWorld || h.client >= kMaxWorld ||
         h.server >= kMaxWorld)
         return false;
     out = std::move(h);
@@ -212,7 +212,7 @@ bool decode(const std::vector<uint8_t> &body, Challenge &out) {
 std::vector<uint8_t> encode(const Register &x) {
     Writer w;
     put_addr(w, x.listener);
-    w.str(x.host).u32(x.pid);
+    w.str(x.host).u32(x.pid).bytes(x.nonce.data(), x.nonce.size());
     return w.data();
 }
 
@@ -222,6 +222,7 @@ bool decode(const std::vector<uint8_t> &body, Register &out) {
     x.listener = get_addr(r);
     x.host = printable(r.str(kMaxHost), kMaxHost);
     x.pid = r.u32();
+    get_array(r, x.nonce);
     if (!r.done() || x.listener.port == 0) return false;
     out = std::move(x);
     return true;
@@ -260,33 +261,56 @@ bool decode(const std::vector<uint8_t> &body, Verdict &out) {
 std::vector<uint8_t> encode(const Subtree &t) {
     Writer w;
     w.u32(t.fanout).u32(static_cast<uint32_t>(t.sub.size()));
-    for (const auto &e : t.sub) {
-        w.u32(static_cast<uint32_t>(e.first));
-        put_addr(w, e.second);
+    for (const Member &m : t.sub) {
+        w.u32(static_cast<uint32_t>(m.rank));
+        put_addr(w, m.addr);
+        w.bytes(m.nonce.data(), m.nonce.size());
     }
     return w.data();
 }
 
-size_t max_tree_body(int world) { return 8 + 10 * static_cast<size_t>(world > 0 ? world : 0); }
+namespace {
+constexpr size_t kMemberBytes = 4 + 6 + auth::kNonceBytes;
+}
+
+size_t max_tree_body(int world) { return 8 + kMemberBytes * static_cast<size_t>(world > 0 ? world : 0); }
 
 bool decode(const std::vector<uint8_t> &body, int world, Subtree &out) {
     Reader r(body);
     Subtree t;
     t.fanout = r.u32();
     uint32_t n = r.u32();
-    if (!r.ok() || t.fanout == 0 || t.fanout > 65535 || n >= static_cast<uint32_t>(world) || n > r.left() / 10)
+    if (!r.ok() || t.fanout == 0 || t.fanout > 65535 || n >= static_cast<uint32_t>(world) || n > r.left() / kMemberBytes)
         return false;
     std::set<int> seen;
     t.sub.reserve(n);
     for (uint32_t i = 0; i < n; i++) {
+        Member m;
         uint32_t rank = r.u32();
-        Addr a = get_addr(r);
-        if (rank >= static_cast<uint32_t>(world) || a.port == 0 || !seen.insert(static_cast<int>(rank)).second)
+        m.addr = get_addr(r);
+        get_array(r, m.nonce);
+        if (rank >= static_cast<uint32_t>(world) || m.addr.port == 0 || !seen.insert(static_cast<int>(rank)).second)
             return false;
-        t.sub.emplace_back(static_cast<int>(rank), a);
+        m.rank = static_cast<int>(rank);
+        t.sub.push_back(m);
     }
     if (!r.done()) return false;
     out = std::move(t);
+    return true;
+}
+
+std::vector<uint8_t> encode(const Ack &a) {
+    Writer w;
+    w.bytes(a.proof.data(), a.proof.size());
+    return w.data();
+}
+
+bool decode(const std::vector<uint8_t> &body, Ack &out) {
+    Reader r(body);
+    Ack a;
+    get_array(r, a.proof);
+    if (!r.done()) return false;
+    out = a;
     return true;
 }
 

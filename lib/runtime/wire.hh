@@ -120,9 +120,17 @@ constexpr size_t kMaxProof = auth::kMacBytes;
 // Ack, Abort): one message.
 constexpr size_t kMaxReply = 2 + 4 + kMaxText;
 
+// How the two ends of a connection prove themselves (tcp_handshake.hh).
+enum class Mode : uint8_t {
+    None = 0,       // they do not: both run without a secret (DIST_BIND_TCP_INSECURE=1)
+    Challenge = 1,  // the server answers with its nonce and proof, then the client proves
+    Announced = 2,  // the client proves at once, over the nonce the server announced when
+                    // it registered; the server proves in its answer
+};
+
 struct Hello {
     uint32_t proto = kProto;
-    bool auth = true;       // false: both ends run without a secret (DIST_BIND_TCP_INSECURE=1)
+    Mode mode = Mode::Challenge;
     uint32_t client = 0;    // the rank opening the connection
     uint32_t server = 0;    // the rank it means to reach
     uint32_t world = 0;     // the world size it believes in
@@ -143,6 +151,7 @@ struct Register {
     Addr listener;  // where the rank accepts its parent
     std::string host;
     uint32_t pid = 0;
+    auth::Nonce nonce{};  // its listener's announced nonce
 };
 std::vector<uint8_t> encode(const Register &r);
 bool decode(const std::vector<uint8_t> &body, Register &out);
@@ -161,17 +170,31 @@ struct Verdict {
 std::vector<uint8_t> encode(const Verdict &v);
 bool decode(const std::vector<uint8_t> &body, Verdict &out);
 
-// A parent hands a child the addresses of the child's subtree (without the
+// A registered rank as the ranks above it in the tree know it.
+struct Member {
+    int rank = 0;
+    Addr addr;
+    auth::Nonce nonce{};  // what it announced
+};
+
+// A parent hands a child the members of the child's subtree (without the
 // child itself).  Ranks are below `world` and distinct; that they are in
 // the child's subtree is the tree's to check.
 struct Subtree {
     uint32_t fanout = 0;
-    std::vector<std::pair<int, Addr>> sub;
+    std::vector<Member> sub;
 };
 std::vector<uint8_t> encode(const Subtree &t);
 bool decode(const std::vector<uint8_t> &body, int world, Subtree &out);
 // The largest Tree body for a world size.
 size_t max_tree_body(int world);
+
+// The answer to an announced handshake: the server's proof.
+struct Ack {
+    auth::Mac proof{};
+};
+std::vector<uint8_t> encode(const Ack &a);
+bool decode(const std::vector<uint8_t> &body, Ack &out);
 
 // Ranks below a child that did not arrive in a collective, and the ranks
 // below those (who could not report).  Every rank below `world`.

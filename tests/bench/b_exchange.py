@@ -1,13 +1,20 @@
 #!/usr/bin/python3
-"""The TCP exchange at 64, 128 and 256 local ranks: the tree (fan-out 8)
-against a star (every rank a child of rank 0), side by side in one run.
+"""The TCP exchange at 64, 128 and 256 local ranks, side by side in one run:
 
-Per configuration: the median over 40 rounds of one 128-byte id broadcast
-from rank 0 plus a barrier (timed at rank 0), the median set-up time
-(distbind_init at rank 0), and the most connections rank 0 held at once.
-Each configuration runs 3 times, alternating tree and star; the medians of
-those are shown.  Absolute times depend on the machine and its load; the
-ratio is the figure to look at."""
+1. the tree (fan-out 8) against a star (every rank a child of rank 0): the
+   median over 40 rounds of one 128-byte id broadcast from rank 0 plus a
+   barrier (timed at rank 0), the median set-up time (distbind_init at rank
+   0) and the most connections rank 0 held at once; each configuration 3
+   times, alternating tree and star;
+2. at 256 ranks, the set-up with the step's secret (every connection
+   proved both ways) against the same set-up without it
+   (DIST_BIND_TCP_INSECURE=1, the unauthenticated protocol as it was): 15
+   runs of each, alternating; the ratio of the medians, goal <= 1.10.
+
+Every rank starts its set-up at the same moment (the workers wait on a
+pipe until all run), so set-up times are the set-up, not process start-up.
+Absolute times depend on the machine and its load; the ratios are the
+figures to look at."""
 import os
 import statistics
 import sys
@@ -22,8 +29,11 @@ if not os.path.exists(WORKER):
     sys.exit(1)
 
 
-def one(world, fanout):
-    res = run_ranks(world, ["bench", str(ITERS)], env={"DIST_BIND_TCP_FANOUT": str(fanout), "DIST_BIND_TIMEOUT": "120"})
+def one(world, fanout, insecure=False, iters=ITERS):
+    env = {"DIST_BIND_TCP_FANOUT": str(fanout), "DIST_BIND_TIMEOUT": "120"}
+    if insecure:
+        env.update({"DIST_BIND_TCP_INSECURE": "1", "DIST_BIND_SECRET": None})
+    res = run_ranks(world, ["bench", str(iters)], env=env, gate=True)
     bad = [r for r, x in res.items() if x.rc != 0]
     if bad:
         raise SystemExit("b_exchange: %d ranks, fan-out %d failed: %r" % (world, fanout, res[bad[0]]))
@@ -52,3 +62,15 @@ for world in (64, 128, 256):
 w, t, s = rows[-1]
 print("at %d ranks the tree takes %.2fx the star's time per id+barrier; rank 0 holds %d connections (fan-out %d) "
       "instead of %d" % (w, t[0] / s[0], t[2], FANOUT, s[2]))
+
+AUTH_RUNS, GOAL = 15, 1.10
+auth, plain = [], []
+for _ in range(AUTH_RUNS):
+    auth.append(one(256, FANOUT, iters=3)[1])
+    plain.append(one(256, FANOUT, insecure=True, iters=3)[1])
+a, p = statistics.median(auth), statistics.median(plain)
+print()
+print("set-up at 256 ranks (median of %d, alternating) | with the step's secret | without (DIST_BIND_TCP_INSECURE=1) | ratio"
+      % AUTH_RUNS)
+print("%47s | %19.1f ms | %34.1f ms | %.3f" % ("", a / 1e3, p / 1e3, a / p))
+print("authenticated set-up / unauthenticated: %.3f (goal <= %.2f: %s)" % (a / p, GOAL, "met" if a / p <= GOAL else "NOT met"))

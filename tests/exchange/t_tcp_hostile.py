@@ -263,8 +263,8 @@ def key_probing(t):
             c.close()
             return got, None
         ns = kinds[0][1][:32]
-        c.sendall(frame(PROOF, mac(key, b"C", hb, ns)) +
-                  frame(REGISTER, struct.pack("<IH", 0x0100007f, 9) + struct.pack("<I", 0) + struct.pack("<I", 1)))
+        register = struct.pack("<IH", 0x0100007f, 9) + struct.pack("<I", 0) + struct.pack("<I", 1) + bytes(32)
+        c.sendall(frame(PROOF, mac(key, b"C", hb, ns)) + frame(REGISTER, register))
         answer = read_frame(c)
         c.close()
         return got, answer

@@ -17,10 +17,15 @@
  *                               second init went
  *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
  *
+ * With XCHG_START_FD=N every rank waits for end-of-file on fd N before
+ * distbind_init (the launcher closes it once all run), so rank 0's init_us
+ * is the whole set-up.
+ *
  * Prints one line on stdout: "OK rank=R world=W bootstrap=B source=S
  * peak=N init_us=T secret_env=0|1", "BENCH ..." (rank 0 of bench), or
  * "ERR <STATUS> <message>" (exit 1).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +139,17 @@ static void bench(int iters) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "roundtrip";
+    /* Benchmarks start every rank's set-up at one moment: when the pipe
+     * XCHG_START_FD reaches end-of-file (its writer closes it once every
+     * rank runs), so init_us is the set-up itself, not process start-up. */
+    const char *gate = getenv("XCHG_START_FD");
+    if (gate) {
+        char c;
+        int fd = atoi(gate);
+        while (read(fd, &c, 1) > 0 || errno == EINTR) {
+        }
+        close(fd);
+    }
     double t0 = now_us();
     distbind_status st = distbind_init(&db);
     if (st != DISTBIND_OK) die(st, "init");

@@ -17,7 +17,7 @@ FUZZ_INC     := -Ilib/core -Ilib/runtime -Ilib/topo -Itests/fuzz $(HWLOC_CFLAGS)
 FUZZ_RT      := wire auth params pmi2
 FUZZ_SRC     := $(CORE_SRC) $(TOPO_SRC) $(patsubst %,lib/runtime/%.cc,$(FUZZ_RT))
 FUZZ_OBJ     := $(patsubst %.cc,$(B)/fuzz/obj/%.o,$(FUZZ_SRC))
-FUZZ_LIBS    := $(HWLOC_LIBS) -lcrypto -ldl -pthread
+FUZZ_LIBS    := $(HWLOC_LIBS) -lsodium -ldl -pthread
 
 $(B)/fuzz/obj/%.o: %.cc $(CORE_HDR) $(TOPO_HDR) $(RT_HDR)
 	@mkdir -p $(@D)

@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int world = 1 + static_cast<int>(in.u32() % (1u << 24));
     std::string rest = in.rest();
     std::vector<uint8_t> body(rest.begin(), rest.end());
-    switch (which % 11) {
+    switch (which % 12) {
     case 0: {
         Header h;
         if (body.size() >= kHeader && decode_header(body.data(), kMaxHello, h)) {
@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Subtree t;
         if (decode(body, world, t)) {
             FUZZ_CHECK(t.sub.size() < static_cast<size_t>(world) && t.fanout >= 1 && t.fanout <= 65535, "subtree");
-            for (const auto &e : t.sub) FUZZ_CHECK(e.first >= 0 && e.first < world && e.second.port, "rank %d", e.first);
+            for (const Member &m : t.sub) FUZZ_CHECK(m.rank >= 0 && m.rank < world && m.addr.port, "rank %d", m.rank);
             FUZZ_CHECK(encode(t) == body, "subtree does not re-encode");
         }
         break;
@@ -100,6 +100,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             uint64_t expected = static_cast<uint64_t>(u.len) * (static_cast<unsigned>(world) % 64);
             FUZZ_CHECK(check_up(u, expected).empty() == (u.n == expected), "check_up");
         }
+        break;
+    }
+    case 11: {
+        Ack a;
+        if (decode(body, a)) FUZZ_CHECK(encode(a) == body, "ack does not re-encode");
         break;
     }
     case 9: {

@@ -28,18 +28,21 @@ struct rank_arg {
     char msg[512];
 };
 
+/* A port nothing listens on, below the kernel's ephemeral range (where the
+ * ranks' own listeners go). */
 static int free_port(void) {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        return -1;
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    for (int tries = 0; tries < 1000; tries++) {
+        struct sockaddr_in a;
+        int fd = socket(AF_INET, SOCK_STREAM, 0), port = 10000 + rand() % 22000, ok;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((unsigned short)port);
+        ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0) close(fd);
+        if (ok) return port;
+    }
+    return -1;
 }
 
 static void *one_rank(void *p) {
@@ -80,7 +83,10 @@ static void *from_process(void *p) {
 int main(void) {
     struct rank_arg ranks[4];
     pthread_t th[6];
-    int ok[2] = {0, 0}, fails = 0, p1 = free_port(), p2 = free_port();
+    int ok[2] = {0, 0}, fails = 0, p1, p2;
+    srand((unsigned)getpid());
+    p1 = free_port();
+    p2 = free_port();
     if (p1 < 0 || p2 < 0 || p1 == p2) {
         fprintf(stderr, "no free ports\n");
         return 1;
