@@ -367,6 +367,51 @@ START_TEST(rank_lists) {
 }
 END_TEST
 
+/* Finding 4: rank 0 gathered what its children claimed to send, and a
+ * child whose Up carried fewer bytes than its subtree owes made rank 0 read
+ * past the end (and send that to every rank).  Up: u32 len, u32 n, n bytes. */
+struct up_row {
+    unsigned char body[24];
+    size_t n;
+    unsigned long long expected;
+    int taken;
+    const char *why;
+};
+static const struct up_row up_rows[] = {
+    /* An allgather of 8 bytes per rank from a subtree of 2: 16 bytes. */
+    {{8, 0, 0, 0, 16, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24, 16, 1, ""},
+    /* The same subtree claiming nothing: the over-read of finding 4. */
+    {{64, 0, 0, 0, 0, 0, 0, 0}, 8, 64 * 9, 0, "sent 0 bytes for its subtree where the collective needs 576"},
+    /* Bytes where the collective needs none (a barrier). */
+    {{0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, 4}, 12, 0, 0, "sent 4 bytes for its subtree where the collective needs 0"},
+    /* A count the body does not hold. */
+    {{8, 0, 0, 0, 200, 0, 0, 0, 1, 2}, 10, 200, 0, "not an Up message"},
+    {{8, 0, 0}, 3, 0, 0, "not an Up message"},
+};
+
+START_TEST(up_row) {
+    const struct up_row *r = &up_rows[_i];
+    char why[256] = "";
+    ck_assert_int_eq(db_rt_test_up(r->body, r->n, r->expected, why, sizeof why), r->taken);
+    ck_assert_str_eq(why, r->why);
+}
+END_TEST
+
+/* Finding 9: the ranks of a Missing message reached rank lists unchecked.
+ * Missing: u32 count, ranks, u32 count, ranks; every rank below the world. */
+START_TEST(missing_rows) {
+    const unsigned char ok[] = {1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0};
+    const unsigned char big[] = {2, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0x80, 0, 0, 0, 0};
+    const unsigned char many[] = {0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0};
+    const unsigned char extra[] = {0, 0, 0, 0, 0, 0, 0, 0, 9};
+    ck_assert_int_eq(db_rt_test_missing(ok, sizeof ok, 12), 2);
+    ck_assert_int_eq(db_rt_test_missing(ok, sizeof ok, 11), -1); /* rank 11 of 11 */
+    ck_assert_int_eq(db_rt_test_missing(big, sizeof big, 16), -1);
+    ck_assert_int_eq(db_rt_test_missing(many, sizeof many, 1 << 24), -1);
+    ck_assert_int_eq(db_rt_test_missing(extra, sizeof extra, 4), -1);
+}
+END_TEST
+
 START_TEST(pmi2_encoding) {
     unsigned char buf[1300];
     for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)(i * 37 + 11);
@@ -417,6 +462,8 @@ int main(void) {
     tcase_add_loop_test(tc, place_row, 0, (int)(sizeof place_rows / sizeof place_rows[0]));
     tcase_add_loop_test(tc, dup_row, 0, (int)(sizeof dup_rows / sizeof dup_rows[0]));
     tcase_add_loop_test(tc, roots_row, 0, (int)(sizeof roots_rows / sizeof roots_rows[0]));
+    tcase_add_loop_test(tc, up_row, 0, (int)(sizeof up_rows / sizeof up_rows[0]));
+    tcase_add_test(tc, missing_rows);
     tcase_add_loop_test(tc, rank_row, 0, (int)(sizeof rank_rows / sizeof rank_rows[0]));
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
