@@ -153,12 +153,15 @@ bool Door::progress(size_t i) {
                                    : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
                 return false;
             }
+            // A listener that announced a nonce takes only proofs over it
+            // (its callers all know it); rank 0's only challenges.
+            if (me_.secret && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
+                drop(i, announced_ ? "it asks for a challenge, which this listener does not give"
+                                   : "it proves over a nonce this rank never announced");
+                return false;
+            }
             c.hello_body = c.in.body();
             if (c.hello.mode == Mode::Announced) {
-                if (!announced_) {
-                    drop(i, "it proves over a nonce this rank never announced");
-                    return false;
-                }
                 c.server_nonce = *announced_;
                 c.phase = Conn::AwaitProof;
                 c.in.start(kMaxProof);

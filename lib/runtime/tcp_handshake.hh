@@ -12,7 +12,11 @@
 //     the client through rank 0 and the tree; the client sends Hello, proof
 //     and message at once, the server checks the proof before reading the
 //     message and answers with its own proof (Ack).  One round trip, and
-//     nothing for the server to wait for.
+//     nothing for the server to wait for.  What goes ahead of the server's
+//     proof is set-up data (addresses, announced nonces: of no use without
+//     the secret), sent only to an address a proven registration gave;
+//     no collective's data ever goes to a connection that has not proved
+//     itself.
 // Neither end acts on anything before the other has proved itself, and a
 // connection that does not prove itself changes nothing: it is dropped and
 // counted (debug).
