@@ -125,6 +125,13 @@ void Door::accept_all() {
         c->until = c->since + secs_dur(me_.budget_s);
         c->in.start(kMaxHello);
         conns_.push_back(std::move(c));
+        if (me_.secret && !announced_) {
+            // The challenge, at once: the client proves over it in its Hello's write.
+            Conn &n = *conns_.back();
+            n.server_nonce = auth::fresh_nonce();
+            if (!send_whole(n.s.fd(), frame(Msg::Challenge, 0, 0, encode(Challenge{n.server_nonce}))))
+                drop(conns_.size() - 1, "it does not read");
+        }
     }
 }
 
@@ -154,32 +161,16 @@ bool Door::progress(size_t i) {
                 return false;
             }
             // A listener that announced a nonce takes only proofs over it
-            // (its callers all know it); rank 0's only challenges.
+            // (its callers all know it); rank 0's only over its challenge.
             if (me_.secret && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
-                drop(i, announced_ ? "it asks for a challenge, which this listener does not give"
+                drop(i, announced_ ? "it proves over a challenge this listener does not give"
                                    : "it proves over a nonce this rank never announced");
                 return false;
             }
             c.hello_body = c.in.body();
-            if (c.hello.mode == Mode::Announced) {
-                c.server_nonce = *announced_;
-                c.phase = Conn::AwaitProof;
-                c.in.start(kMaxProof);
-            } else if (me_.secret) {
-                Challenge ch;
-                ch.nonce = auth::fresh_nonce();
-                ch.proof = auth::prove(*me_.secret, auth::Role::Server, c.hello_body, ch.nonce);
-                c.server_nonce = ch.nonce;
-                if (!send_whole(c.s.fd(), frame(Msg::Challenge, 0, 0, encode(ch)))) {
-                    drop(i, "it does not read");
-                    return false;
-                }
-                c.phase = Conn::AwaitProof;
-                c.in.start(kMaxProof);
-            } else {
-                c.phase = Conn::AwaitFirst;
-                c.in.start(max_first_);
-            }
+            if (c.hello.mode == Mode::Announced) c.server_nonce = *announced_;
+            c.phase = me_.secret ? Conn::AwaitProof : Conn::AwaitFirst;
+            c.in.start(me_.secret ? kMaxProof : max_first_);
         } else if (c.phase == Conn::AwaitProof) {
             auth::Mac want = auth::prove(*me_.secret, auth::Role::Client, c.hello_body, c.server_nonce);
             if (h.type != Msg::Proof || c.in.body().size() != want.size() || !auth::same(want, c.in.body().data())) {
@@ -198,8 +189,29 @@ bool Door::progress(size_t i) {
     }
 }
 
+void Door::admit(size_t i) {
+    Conn *c = conns_[i].get();
+    Admitted a;
+    a.sock = std::move(c->s);
+    a.hello = std::move(c->hello);
+    a.first.type = c->in.header().type;
+    a.first.op = c->in.header().op;
+    a.first.seq = c->in.header().seq;
+    a.first.body = std::move(c->in.body());
+    a.peer = c->peer;
+    if (me_.secret) {
+        Ack ack;
+        ack.proof = auth::prove(*me_.secret, auth::Role::Server, c->hello_body, c->server_nonce);
+        a.ack = frame(Msg::Ack, 0, 0, encode(ack));
+    }
+    conns_.erase(conns_.begin() + static_cast<long>(i));
+    ready_.push_back(std::move(a));
+}
+
 std::optional<Admitted> Door::next(const Deadline &d) {
-    for (;;) {
+    // One poll serves every connection that is ready: what it admits is
+    // handed out one by one before the next poll (rank 0 admits hundreds).
+    while (ready_.empty()) {
         auto now = Clock::now();
         for (size_t i = conns_.size(); i-- > 0;)
             if (now >= conns_[i]->until) drop(i, "it did not finish its handshake in time");
@@ -223,29 +235,15 @@ std::optional<Admitted> Door::next(const Deadline &d) {
         int n = poll(p.data(), p.size(), ms_until(wake));
         if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
         if (n <= 0) continue;
-        // Connections first, last to first: dropping one moves only those
-        // after it, which are done.
-        for (size_t i = p.size() - 1; i >= 1; i--) {
-            if (!p[i].revents || !progress(i - 1)) continue;
-            Conn *c = conns_[i - 1].get();
-            Admitted a;
-            a.sock = std::move(c->s);
-            a.hello = std::move(c->hello);
-            a.first.type = c->in.header().type;
-            a.first.op = c->in.header().op;
-            a.first.seq = c->in.header().seq;
-            a.first.body = std::move(c->in.body());
-            a.peer = c->peer;
-            if (a.hello.mode == Mode::Announced) {
-                Ack ack;
-                ack.proof = auth::prove(*me_.secret, auth::Role::Server, c->hello_body, c->server_nonce);
-                a.ack = frame(Msg::Ack, 0, 0, encode(ack));
-            }
-            conns_.erase(conns_.begin() + static_cast<long>(i - 1));
-            return a;
-        }
+        // Last to first: dropping or admitting one moves only those after
+        // it, which are done.
+        for (size_t i = p.size() - 1; i >= 1; i--)
+            if (p[i].revents && progress(i - 1)) admit(i - 1);
         if (p[0].revents) accept_all();
     }
+    Admitted a = std::move(ready_.front());
+    ready_.erase(ready_.begin());
+    return a;
 }
 
 // ---- dial -----------------------------------------------------------------
@@ -253,12 +251,14 @@ std::optional<Admitted> Door::next(const Deadline &d) {
 namespace {
 
 struct DialState {
-    enum Phase { Wait, Connecting, AwaitChallenge, AwaitReply, Done, Failed } phase = Wait;
+    enum Phase { Wait, Connecting, AwaitAck, AwaitReply, Done, Failed } phase = Wait;
     Clock::time_point wake{}, until{};
     std::chrono::milliseconds pause{10};
     Socket s;
+    Mode mode = Mode::None;
     FrameReader in;
     std::vector<uint8_t> hello_body;
+    auth::Nonce server_nonce{};
 };
 
 bool retryable(int err, bool refused) {
@@ -267,13 +267,38 @@ bool retryable(int err, bool refused) {
            err == EINTR || err == ECONNABORTED || err == EADDRNOTAVAIL;
 }
 
+// The Hello, its proof and the message, in one write.
+IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
+    Hello h;
+    h.mode = s.mode;
+    h.client = static_cast<uint32_t>(me.rank);
+    h.server = static_cast<uint32_t>(x.rank);
+    h.world = static_cast<uint32_t>(me.world);
+    h.step = me.step;
+    if (me.secret) h.nonce = auth::fresh_nonce();
+    s.hello_body = encode(h);
+    std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
+    if (me.secret) {
+        auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, s.server_nonce);
+        std::vector<uint8_t> p = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
+        out.insert(out.end(), p.begin(), p.end());
+    }
+    out.insert(out.end(), x.first.begin(), x.first.end());
+    return send_all(s.s.fd(), out, Deadline{s.until});
+}
+
 }  // namespace
 
 void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
     std::vector<DialState> st(dials.size());
-    auto failed = [&](size_t i, std::string why, bool retry) {
+    // Again after a pause that doubles: up to 25 ms while nothing listens
+    // there yet (rank 0 starting with the others: every rank should be in
+    // as soon as it listens), up to 100 ms when something answered badly.
+    auto failed = [&](size_t i, std::string why, bool retry, bool refused = false) {
         Dial &x = dials[i];
         DialState &s = st[i];
+        if (s.phase != DialState::Wait && s.phase != DialState::Connecting && !refused) x.answered = why;
+        if (s.phase == DialState::Connecting && why.compare(0, 14, "cannot connect") != 0) x.answered = why;
         x.why = std::move(why);
         s.s.close();
         if (!retry || d.passed()) {
@@ -284,12 +309,16 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                static_cast<int>(s.pause.count()));
         s.phase = DialState::Wait;
         s.wake = Clock::now() + s.pause;
-        s.pause = std::min(s.pause * 2, std::chrono::milliseconds(100));
+        s.pause = std::min(s.pause * 2, std::chrono::milliseconds(refused ? 25 : 100));
     };
-    auto finish_handshake = [&](size_t i) {
+    // The connection is open and the message sent: what is left to read.
+    auto sent = [&](size_t i) {
         Dial &x = dials[i];
         DialState &s = st[i];
-        if (x.await_reply) {
+        if (me.secret && x.verify) {
+            s.phase = DialState::AwaitAck;
+            s.in.start(auth::kMacBytes);
+        } else if (x.await_reply) {
             s.phase = DialState::AwaitReply;
             s.in.start(kMaxReply);
         } else {
@@ -311,14 +340,18 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                 int err;
                 s.s = connect_start(x.addr, err);
                 if (!s.s) {
-                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused));
+                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
                     continue;
                 }
+                s.mode = !me.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
+                if (x.announced) s.server_nonce = *x.announced;
+                s.in.start(auth::kNonceBytes);  // the challenge, in Mode::Challenge
                 s.phase = DialState::Connecting;
                 s.until = std::min(d.at, now + secs_dur(me.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
-                failed(i, s.phase == DialState::Connecting ? "the connection was not accepted in time"
-                          : "it accepted the connection but did not finish the handshake in time",
+                failed(i, s.phase != DialState::Connecting ? "it did not finish the handshake in time"
+                          : s.mode == Mode::Challenge ? "it accepted the connection but sent no challenge in time"
+                                                      : "cannot connect (the connection was not accepted in time)",
                        true);
                 continue;
             }
@@ -328,16 +361,18 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
         });
         if (all) break;
 
+        // A challenged connection is ready when its challenge is there
+        // (or it failed); the others when they can be written to.
         std::vector<pollfd> p;
         std::vector<size_t> who;
         Clock::time_point wake = d.at;
         for (size_t i = 0; i < dials.size(); i++) {
             DialState &s = st[i];
             if (s.phase == DialState::Wait) wake = std::min(wake, s.wake);
-            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitChallenge ||
-                s.phase == DialState::AwaitReply) {
+            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck || s.phase == DialState::AwaitReply) {
                 wake = std::min(wake, s.until);
-                p.push_back({s.s.fd(), static_cast<short>(s.phase == DialState::Connecting ? POLLOUT : POLLIN), 0});
+                bool out = s.phase == DialState::Connecting && s.mode != Mode::Challenge;
+                p.push_back({s.s.fd(), static_cast<short>(out ? POLLOUT : POLLIN), 0});
                 who.push_back(i);
             }
         }
@@ -352,81 +387,50 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
             if (s.phase == DialState::Connecting) {
                 int err = connect_error(s.s.fd());
                 if (err != 0) {
-                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused));
+                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
                     continue;
                 }
-                Hello h;
-                h.mode = !me.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
-                h.client = static_cast<uint32_t>(me.rank);
-                h.server = static_cast<uint32_t>(x.rank);
-                h.world = static_cast<uint32_t>(me.world);
-                h.step = me.step;
-                if (me.secret) h.nonce = auth::fresh_nonce();
-                s.hello_body = encode(h);
-                std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
-                if (h.mode == Mode::Announced) {
-                    auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, *x.announced);
-                    std::vector<uint8_t> p = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
-                    out.insert(out.end(), p.begin(), p.end());
+                if (s.mode == Mode::Challenge) {
+                    int got = s.in.pump(s.s.fd());
+                    if (got == 0) continue;
+                    Challenge ch;
+                    if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch)) {
+                        failed(i, "it closed the connection, or sent something that is not the handshake", true);
+                        continue;
+                    }
+                    s.server_nonce = ch.nonce;
                 }
-                // Without a challenge the message goes with the Hello.
-                if (h.mode != Mode::Challenge) out.insert(out.end(), x.first.begin(), x.first.end());
-                IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
+                IoResult r = open_with(x, s, me);
                 if (!r.ok()) {
                     failed(i, "the connection broke as it opened (" + r.str() + ")", true);
                     continue;
                 }
-                if (h.mode == Mode::Challenge) {
-                    s.phase = DialState::AwaitChallenge;
-                    s.in.start(2 * auth::kMacBytes);
-                } else {
-                    finish_handshake(i);
-                }
-            } else if (s.phase == DialState::AwaitChallenge) {
+                sent(i);
+            } else if (s.phase == DialState::AwaitAck) {
                 int got = s.in.pump(s.s.fd());
                 if (got == 0) continue;
-                Challenge ch;
-                if (got < 0) {
-                    failed(i, "it closed the connection, or answered with something that is not the handshake", true);
-                    continue;
-                }
-                if (s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch)) {
-                    failed(i, "it answered with something that is not the handshake", true);
-                    continue;
-                }
-                auth::Mac want = auth::prove(*me.secret, auth::Role::Server, s.hello_body, ch.nonce);
-                if (!auth::same(want, ch.proof.data())) {
+                Ack ack;
+                // Closed before proving itself: it did not take this
+                // rank's proof (another step's secret), or dropped the
+                // connection; either way, again.
+                if (got < 0 || s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
+                    !auth::same(auth::prove(*me.secret, auth::Role::Server, s.hello_body, s.server_nonce),
+                                ack.proof.data())) {
                     failed(i, "it did not prove that it knows this step's secret", true);
                     continue;
                 }
-                auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, ch.nonce);
-                std::vector<uint8_t> out = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
-                out.insert(out.end(), x.first.begin(), x.first.end());
-                IoResult r = send_all(s.s.fd(), out, d);
-                if (!r.ok()) {
-                    failed(i, "the connection broke after the handshake (" + r.str() + ")", true);
-                    continue;
+                if (x.await_reply) {
+                    s.phase = DialState::AwaitReply;
+                    s.in.start(kMaxReply);
+                } else {
+                    s.phase = DialState::Done;
                 }
-                finish_handshake(i);
             } else if (s.phase == DialState::AwaitReply) {
                 int got = s.in.pump(s.s.fd());
                 if (got == 0) continue;
                 if (got < 0) {
-                    // Closed before answering: the proof of this rank was
-                    // not accepted (another step's secret), or the
-                    // connection was dropped.  Either way, again.
-                    failed(i, "it closed the connection without answering this rank's proof", true);
+                    failed(i, "it closed the connection without answering", true);
                     continue;
-                }
-                if (x.announced && me.secret) {
-                    // The server's proof, over this connection's fresh Hello.
-                    Ack ack;
-                    if (s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
-                        !auth::same(auth::prove(*me.secret, auth::Role::Server, s.hello_body, *x.announced),
-                                    ack.proof.data())) {
-                        failed(i, "it did not prove that it knows this step's secret", true);
-                        continue;
-                    }
                 }
                 x.reply.type = s.in.header().type;
                 x.reply.op = s.in.header().op;
@@ -441,6 +445,7 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
         if (dials[i].done) {
             dials[i].sock = std::move(st[i].s);
             dials[i].why.clear();
+            dials[i].answered.clear();
         }
     }
 }

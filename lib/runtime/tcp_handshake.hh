@@ -1,25 +1,23 @@
 // The start of every connection between two ranks of the TCP bootstrap.
 //
-// The rank that connects (the client) opens with a Hello: its rank, the
-// rank it wants, the world size and step it believes in, a fresh nonce.
-// Both ends then prove that they know the step's secret (HMAC over the
-// Hello and a nonce of the server's), one of two ways:
-//   - Challenge (registration with rank 0): the server answers with its
-//     own fresh nonce and its proof; the client checks it, then sends its
-//     proof and, in the same write, the message the connection is for.
-//   - Announced (every later connection, to a rank that registered): the
-//     server announced a fresh nonce in its registration, which reached
-//     the client through rank 0 and the tree; the client sends Hello, proof
-//     and message at once, the server checks the proof before reading the
-//     message and answers with its own proof (Ack).  One round trip, and
-//     nothing for the server to wait for.  What goes ahead of the server's
-//     proof is set-up data (addresses, announced nonces: of no use without
-//     the secret), sent only to an address a proven registration gave;
-//     no collective's data ever goes to a connection that has not proved
-//     itself.
-// Neither end acts on anything before the other has proved itself, and a
-// connection that does not prove itself changes nothing: it is dropped and
-// counted (debug).
+// The rank that connects (the client) sends a Hello: its rank, the rank it
+// wants, the world size and step it believes in, a fresh nonce; then its
+// proof that it knows the step's secret (HMAC over the Hello and a nonce of
+// the server's) and, in the same write, the message the connection is for
+// (a registration, a tree, an abort).  The server checks the proof before
+// it reads the message, then answers with its own proof (Ack, over the
+// same Hello: fresh for the client) ahead of anything else.  The server's
+// nonce is either
+//   - Challenge (rank 0, taking registrations): a fresh one it sends the
+//     moment it accepts, which the client waits for before its Hello; or
+//   - Announced (every other rank): the fresh one it announced in its own
+//     registration, which reached the client through rank 0 and the tree.
+// Either way a handshake costs the client one round trip, as the message
+// alone would.  What goes ahead of the server's proof is set-up data (a
+// listener's address and announced nonce: of no use without the secret);
+// no collective's data ever goes to a connection that has not proved
+// itself, and a connection that does not prove itself changes nothing: it
+// is dropped and counted (debug).
 //
 // A Door serves a listener: every connection that has not yet proved
 // itself is read without waiting, with a time budget of its own and a cap
@@ -78,7 +76,7 @@ struct Admitted {
     Hello hello;
     Message first;
     std::string peer;          // its address
-    std::vector<uint8_t> ack;  // Announced: the answer (this rank's proof) to send once the message is taken
+    std::vector<uint8_t> ack;  // this rank's proof, to send ahead of any answer (empty without a secret)
 };
 
 class Door {
@@ -94,7 +92,8 @@ class Door {
     // or until d.
     std::optional<Admitted> next(const Deadline &d);
     // With `announced` (the nonce this rank registered with), connections
-    // may prove themselves at once (Mode::Announced).
+    // prove themselves over it (Mode::Announced); else over a nonce the
+    // door sends each one as it accepts it (Mode::Challenge).
     void announce(const auth::Nonce *announced) { announced_ = announced; }
     // Connections dropped because they did not prove themselves in time.
     long dropped() const { return dropped_; }
@@ -109,6 +108,7 @@ class Door {
     std::set<Msg> first_;
     size_t max_first_;
     std::vector<std::unique_ptr<Conn>> conns_;
+    std::vector<Admitted> ready_;  // admitted in the last round, not yet handed out
     long dropped_ = 0;
     const auth::Nonce *announced_ = nullptr;
 
@@ -116,6 +116,8 @@ class Door {
     void drop(size_t i, const char *why);
     // Read what conn i has sent; true when it is admitted.
     bool progress(size_t i);
+    // Move conn i out of the door, admitted.
+    void admit(size_t i);
 };
 
 // One connection to bring up.
@@ -123,14 +125,15 @@ struct Dial {
     int rank = 0;                // the rank listening there
     Addr addr;
     const auth::Nonce *announced = nullptr;  // the nonce it registered with: Mode::Announced
-    std::vector<uint8_t> first;  // the framed message to send once it proved itself
-    bool await_reply = false;    // and read one answer (at most kMaxReply) before done; with
-                                 // `announced` it must be an Ack with the server's proof
+    std::vector<uint8_t> first;  // the framed message the connection is for
+    bool verify = true;          // wait for the server's proof (not for a one-way abort)
+    bool await_reply = false;    // then read one answer (at most kMaxReply) before done
     // Results.
     Socket sock;
     Message reply;
     bool done = false;
-    std::string why;  // the last failure, for the caller's message
+    std::string why;       // the last failure, for the caller's message
+    std::string answered;  // the last failure of a connection that was up: what answered there badly
 };
 
 // Bring up every dial by d: each failure that a stranger could cause (no

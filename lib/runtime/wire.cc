@@ -195,7 +195,7 @@ bool decode(const std::vector<uint8_t> &body, Hello &out) {
 
 std::vector<uint8_t> encode(const Challenge &c) {
     Writer w;
-    w.bytes(c.nonce.data(), c.nonce.size()).bytes(c.proof.data(), c.proof.size());
+    w.bytes(c.nonce.data(), c.nonce.size());
     return w.data();
 }
 
@@ -203,7 +203,6 @@ bool decode(const std::vector<uint8_t> &body, Challenge &out) {
     Reader r(body);
     Challenge c;
     get_array(r, c.nonce);
-    get_array(r, c.proof);
     if (!r.done()) return false;
     out = c;
     return true;

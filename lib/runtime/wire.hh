@@ -123,9 +123,8 @@ constexpr size_t kMaxReply = 2 + 4 + kMaxText;
 // How the two ends of a connection prove themselves (tcp_handshake.hh).
 enum class Mode : uint8_t {
     None = 0,       // they do not: both run without a secret (DIST_BIND_TCP_INSECURE=1)
-    Challenge = 1,  // the server answers with its nonce and proof, then the client proves
-    Announced = 2,  // the client proves at once, over the nonce the server announced when
-                    // it registered; the server proves in its answer
+    Challenge = 1,  // the server sends a fresh nonce on accepting; the client proves over it
+    Announced = 2,  // the client proves over the nonce the server announced when it registered
 };
 
 struct Hello {
@@ -140,9 +139,10 @@ struct Hello {
 std::vector<uint8_t> encode(const Hello &h);
 bool decode(const std::vector<uint8_t> &body, Hello &out);
 
+// What a server that takes challenged handshakes sends the moment it
+// accepts a connection: its fresh nonce.
 struct Challenge {
-    auth::Nonce nonce{};  // the server's
-    auth::Mac proof{};    // the server's proof
+    auth::Nonce nonce{};
 };
 std::vector<uint8_t> encode(const Challenge &c);
 bool decode(const std::vector<uint8_t> &body, Challenge &out);
@@ -189,7 +189,8 @@ bool decode(const std::vector<uint8_t> &body, int world, Subtree &out);
 // The largest Tree body for a world size.
 size_t max_tree_body(int world);
 
-// The answer to an announced handshake: the server's proof.
+// The server's proof, once the client proved itself (either mode): all
+// it says before the caller's answer.
 struct Ack {
     auth::Mac proof{};
 };

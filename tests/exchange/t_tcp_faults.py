@@ -148,13 +148,21 @@ def huge_hello(t):
         # magic "DBX2", type 1 (Hello), op 0, seq 0, body length 1 GiB; no body.
         rogue.sendall(struct.pack("<IHHII", 0x32584244, 1, 0, 0, 1 << 30))
         rogue.settimeout(30)
+        got, gone = b"", False
         try:
-            gone = rogue.recv(1) == b""  # rank 0 hangs up on it
+            while True:  # rank 0's challenge, then it hangs up
+                chunk = rogue.recv(4096)
+                if not chunk:
+                    gone = True
+                    break
+                got += chunk
         except ConnectionResetError:
             gone = True
         except socket.timeout:
-            gone = False
+            pass
         t.ok(gone, "huge Hello: rank 0 hangs up on the connection")
+        t.ok(len(got) == 16 + 32 and struct.unpack_from("<IH", got)[1] == 2,
+             "huge Hello: all it got was rank 0's challenge (%d bytes)" % len(got))
         res = run_ranks(world, ["roundtrip"], skip={0}, port=port, env={"DIST_BIND_TIMEOUT": "20"})
         out, err = root.communicate(timeout=60)
         res[0] = Result(root.returncode, out, err)

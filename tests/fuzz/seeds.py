@@ -88,7 +88,7 @@ def wire(which, world, body):
 HELLO = struct.pack("<IBIII", 2, 1, 3, 0, 4) + s("12.0") + bytes(range(32))
 put("corpus", "wire", "header", wire(0, 4, struct.pack("<IHHII", 0x32584244, 1, 0, 0, len(HELLO))))
 put("corpus", "wire", "hello", wire(1, 4, HELLO))
-put("corpus", "wire", "challenge", wire(2, 4, bytes(range(64))))
+put("corpus", "wire", "challenge", wire(2, 4, bytes(range(32))))
 put("corpus", "wire", "register", wire(3, 4, struct.pack("<IH", 0x0100007f, 40000) + s("node2") + struct.pack("<I", 4242)
                                       + bytes(range(32))))
 put("corpus", "wire", "welcome", wire(4, 4, struct.pack("<I", 8)))
