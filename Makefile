@@ -4,6 +4,7 @@
 #   make check      every test (unit under ASan/UBSan, the lab, PyTorch)
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
+#   make fuzz       each libFuzzer harness for FUZZ_SECONDS (tests/fuzz)
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deps       install missing Debian packages (as root)
 
@@ -94,7 +95,7 @@ $(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsub
 	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -Wl,-z,nodelete $(PLUGIN_LIBS) -ldl
 TEST_BINS  += $(SAN_PLUGIN)
 
--include $(sort $(wildcard lib/*/build.mk tools/build.mk)) tests/gpu/build.mk packaging/build.mk
+-include $(sort $(wildcard lib/*/build.mk tools/build.mk)) tests/gpu/build.mk packaging/build.mk tests/fuzz/build.mk
 
 .PHONY: build-all
 build-all: $(BUILD_TARGETS)

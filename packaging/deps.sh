@@ -10,6 +10,8 @@ pkgs=(
   python3-torch                        # the real client
   iproute2 util-linux                  # ss, unshare
   dpkg-dev debhelper lintian rpm man-db   # make deb / make rpm, their tests
+  libsodium-dev                        # the TCP bootstrap's HMAC-SHA256
+  clang-14 libclang-rt-14-dev          # make fuzz (libFuzzer)
 )
 missing=()
 for p in "${pkgs[@]}"; do

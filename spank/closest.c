@@ -1,35 +1,42 @@
 /*
  * slurmstepd side of --dist-bind=closest, once per node in user_init: find
- * slurmd's cached topology, ask lib/topo for every local task's GPUs and
+ * the node's cached topology, ask lib/topo for every local task's GPUs and
  * hand the choice to the plan.  The tasks then only read the plan
  * (task_init never touches the topology).
  */
-#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <slurm/slurm.h>
-
 #include "closest.h"
 #include "db_topo.h"
 
-/* slurmd caches its topology as SlurmdSpoolDir/hwloc_topo_whole.xml.  The
- * spool directory is in the slurm_conf that libslurmfull keeps in this very
- * process; SPANK refuses plugins built for another Slurm release, so the
- * struct layout in slurm.h is the one in memory.  NULL: discover live. */
-static const char *cache_path(const db_node_plan *np, char *buf, size_t len) {
-    const slurm_conf_t *conf = (const slurm_conf_t *)dlsym(RTLD_DEFAULT, "slurm_conf");
-    char host[256] = "";
+/* The admin's topology_cache= for this node, or NULL (then `why` says why,
+ * for verbose).  Its %n and %h come from this host's name as the kernel
+ * has it, never from the job's environment, which is the user's: %n is
+ * the name up to its first '.', the usual NodeName.  A name that could
+ * leave the directory is refused (db_topo_cache_path). */
+static const char *cache_path(char *buf, size_t len, char *why, size_t whylen) {
+    const char *tmpl = db_glue.cfg.topology_cache;
+    char host[256] = "", node[256];
 
-    if (!conf || !conf->slurmd_spooldir) return NULL;
+    if (!tmpl[0]) {
+        snprintf(why, whylen, "no topology cache configured (topology_cache=none)");
+        return NULL;
+    }
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    return db_topo_cache_path(conf->slurmd_spooldir, db_node_plan_node_name(np), host, buf, len) == 0 ? buf : NULL;
+    snprintf(node, sizeof node, "%.*s", (int)strcspn(host, "."), host);
+    if (db_topo_cache_path(tmpl, node, host, buf, len) != 0) {
+        snprintf(why, whylen, "topology_cache=%s does not make a usable path on host \"%s\"", tmpl, host);
+        return NULL;
+    }
+    return buf;
 }
 
 void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
-    char err[DB_ERRLEN], xml[4096];
+    char err[DB_ERRLEN], xml[DB_PATH_MAX + 512], why[DB_PATH_MAX + 512] = "";
     const char **ids = NULL;
     char *cores = NULL;
     uint32_t cpt = 0;
@@ -55,7 +62,8 @@ void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
     rq.ntasks = in->local_ntasks;
     rq.step_cores = cores;
     rq.cpus_per_task = cpt;
-    rq.cached_xml = cache_path(np, xml, sizeof xml);
+    rq.cached_xml = cache_path(xml, sizeof xml, why, sizeof why);
+    rq.no_cache = why;
     if (db_topo_node_choose(&rq, &res, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s, choosing as rank", err);
         goto out;

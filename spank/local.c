@@ -1,17 +1,22 @@
 /*
- * srun side, after the step exists and before launch.  For the two cases
- * where the nodes cannot tell rank 0's address themselves (arbitrary
- * distribution; master_addr=addr), srun asks slurmctld once per step and
- * hands the answer to the tasks through its environment, which srun merges
- * into the step's after this callback.
+ * srun side, after the step exists and before launch.  srun draws the
+ * step's secret for libdistbind's TCP bootstrap (DIST_BIND_SECRET: 256 bits
+ * from getrandom, new for every step).  For the two cases where the nodes
+ * cannot tell rank 0's address themselves (arbitrary distribution;
+ * master_addr=addr), srun asks slurmctld once per step.  Both reach the
+ * tasks through srun's environment, which srun merges into the step's
+ * after this callback.
  *
  * The Slurm API is looked up with dlsym: srun always has libslurm loaded,
  * and the plugin does not link against it (slurmstepd loads it too).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <slurm/slurm.h>
 
@@ -82,6 +87,35 @@ static int node_addr(const char *name, char *out, size_t len) {
     return rc;
 }
 
+/* A new secret for this step in srun's environment (so also in every
+ * task's), replacing one an enclosing step's srun left there. */
+static int draw_secret(void) {
+    unsigned char key[32];
+    char hex[2 * sizeof key + 1];
+    size_t got = 0, i;
+    int rc = -1;
+
+    while (got < sizeof key) {
+        ssize_t n = getrandom(key + got, sizeof key - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n < 0 && errno != EINTR) {
+            slurm_error(DB_PREFIX "cannot draw the step's secret: getrandom: %s", strerror(errno));
+            goto out;
+        }
+    }
+    for (i = 0; i < sizeof key; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
+    if (setenv(DB_SECRET_VAR, hex, 1) != 0) {
+        slurm_error(DB_PREFIX "cannot set %s in srun", DB_SECRET_VAR);
+        goto out;
+    }
+    rc = 0;
+out:
+    explicit_bzero(key, sizeof key);
+    explicit_bzero(hex, sizeof hex);
+    return rc;
+}
+
 int db_local_user_init(spank_t sp) {
     char err[DB_ERRLEN], name[256], addr[256], value[512];
     uint32_t job = 0, step = 0;
@@ -90,6 +124,7 @@ int db_local_user_init(spank_t sp) {
     if (!db_glue.cfg_ok) return -1;
     eff = db_glue_effective();
     db_local_devices_hint(sp, &eff);
+    if (eff.mode != DB_MODE_OFF && draw_secret() != 0) return -1;
     if (!db_srun_needs_rank0(&db_glue.cfg, &eff, (const char *const *)environ)) return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {

@@ -164,6 +164,9 @@ int main(int argc, char **argv) {
         print_table(rows, v, distbind_bootstrap(db));
         std::printf("exchange: ok (allgather, broadcast from rank %d, barrier over %s)\n", world - 1,
                     distbind_bootstrap(db));
+        if (!std::strcmp(distbind_bootstrap(db), "tcp") && getenv("DIST_BIND_TCP_INSECURE") &&
+            !std::strcmp(getenv("DIST_BIND_TCP_INSECURE"), "1"))
+            std::printf("WARNING: DIST_BIND_TCP_INSECURE=1: the exchange ran without authentication\n");
         if (!nccl_line.empty()) std::printf("%s\n", nccl_line.c_str());
         for (const std::string &n : v.notes) std::printf("%s\n", n.c_str());
         for (const std::string &p : v.problems) std::printf("PROBLEM: %s\n", p.c_str());

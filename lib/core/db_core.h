@@ -49,6 +49,11 @@ enum db_addr_kind {
 };
 
 #define DB_SUFFIX_MAX 64
+#define DB_PATH_MAX 1024
+
+/* closest's topology cache when the admin does not say: slurmd's, in
+ * Slurm's default SlurmdSpoolDir. */
+#define DB_TOPOLOGY_CACHE_DEFAULT "/var/spool/slurmd/hwloc_topo_whole.xml"
 
 /* The plugstack.conf arguments. */
 typedef struct db_config {
@@ -57,6 +62,9 @@ typedef struct db_config {
     unsigned port_hi;
     int addr_kind;     /* master_addr= */
     char addr_suffix[DB_SUFFIX_MAX];
+    /* topology_cache=: an absolute path with %n (node name), %h (host
+     * name), %% expanded per node; "" for none (always discover live). */
+    char topology_cache[DB_PATH_MAX];
 } db_config;
 
 /* Variable srun uses to hand rank 0's address to the nodes when they cannot
@@ -84,6 +92,11 @@ int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, co
 /* db_task_plan_new's return value for an error that every task of the node
  * reports alike: the glue reports it once per node (local task 0). */
 #define DB_ERR_NODE (-2)
+
+/* srun draws a secret for each step (64 hex digits) and hands it to the
+ * tasks in this variable; libdistbind's TCP bootstrap lets only ranks that
+ * know it join the step, and takes it out of the program's environment. */
+#define DB_SECRET_VAR "DIST_BIND_SECRET"
 
 /* Set in every task with the values dist-bind chose, so that an srun run
  * inside a task (e.g. in `srun --pty bash`) can tell what it inherited from

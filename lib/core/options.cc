@@ -75,13 +75,14 @@ db_config default_config() {
     c.port_lo = 20000;
     c.port_hi = 29999;
     c.addr_kind = DB_ADDR_NAME;
+    copy_out(DB_TOPOLOGY_CACHE_DEFAULT, c.topology_cache, sizeof c.topology_cache);
     return c;
 }
 
 db_config parse_config(int argc, const char *const *argv) {
     db_config c = default_config();
-    const char *keys = "valid keys: default, ports, master_addr";
-    bool seen_default = false, seen_ports = false, seen_addr = false;
+    const char *keys = "valid keys: default, ports, master_addr, topology_cache";
+    bool seen_default = false, seen_ports = false, seen_addr = false, seen_cache = false;
     for (int i = 0; i < argc; i++) {
         std::string_view arg = argv[i] ? argv[i] : "";
         size_t eq = arg.find('=');
@@ -130,6 +131,26 @@ db_config parse_config(int argc, const char *const *argv) {
             } else {
                 throw Error("plugstack.conf: " + quoted("master_addr", val) +
                             ": expected name, addr or suffix:S");
+            }
+        } else if (key == "topology_cache") {
+            once(seen_cache);
+            if (val == "none") {
+                c.topology_cache[0] = '\0';
+            } else {
+                bool ok = !val.empty() && val[0] == '/' && val.size() < DB_PATH_MAX;
+                for (size_t i = 0; ok && i < val.size(); i++) {
+                    unsigned char ch = static_cast<unsigned char>(val[i]);
+                    ok = ch > 0x20 && ch < 0x7f;
+                    if (ok && ch == '%') {
+                        ok = i + 1 < val.size() && (val[i + 1] == 'n' || val[i + 1] == 'h' || val[i + 1] == '%');
+                        i++;
+                    }
+                }
+                if (!ok)
+                    throw Error("plugstack.conf: " + quoted("topology_cache", val) +
+                                ": expected none, or an absolute path of at most 1023 characters in which % "
+                                "only starts %n (node name), %h (host name) or %%");
+                copy_out(val, c.topology_cache, sizeof c.topology_cache);
             }
         } else {
             throw Error("plugstack.conf: unknown key \"" + std::string(key) + "\" in \"" + std::string(arg) +

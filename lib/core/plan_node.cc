@@ -42,7 +42,8 @@ void check_counts(const db_node_input &in) {
 
     // Slurm's own summary must agree with the items.
     if (const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE")) {
-        std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE");
+        std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE", in.nnodes,
+                                                            "the step has " + std::to_string(in.nnodes));
         uint64_t sum = 0;
         for (uint32_t c : counts) sum += c;
         const std::string what = quoted("SLURM_STEP_TASKS_PER_NODE", tpn);

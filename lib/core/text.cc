@@ -65,16 +65,23 @@ struct Range {
 struct Group {
     std::string prefix;        // text before the bracket
     std::vector<Range> ranges; // empty for the trailing text-only group
-    uint64_t size() const {
-        uint64_t n = 0;
-        for (const Range &r : ranges) n += r.hi - r.lo + 1;
-        return ranges.empty() ? 1 : n;
-    }
+    // Saturates just above kMaxHosts: callers only compare with it.
+    uint64_t size() const;
 };
 using Term = std::vector<Group>;
 
 // Hostlists longer than this are not plausible step node lists.
 constexpr uint64_t kMaxHosts = 1u << 24;
+
+uint64_t Group::size() const {
+    if (ranges.empty()) return 1;
+    uint64_t n = 0;
+    for (const Range &r : ranges) {
+        n += r.hi - r.lo + 1;  // each range is below 2^29 hosts: no wrap
+        if (n > kMaxHosts) return kMaxHosts + 1;
+    }
+    return n;
+}
 
 [[noreturn]] void bad_hostlist(std::string_view list, std::string_view why) {
     throw Error(quoted("hostlist", list) + ": " + std::string(why));
@@ -114,10 +121,13 @@ Term parse_term(std::string_view list, std::string_view term) {
 }
 
 uint64_t term_size(std::string_view list, const Term &t) {
+    // Checked before multiplying: "a[0-16777215]b[...]" with 2^40 hosts in
+    // b would wrap the product to a small number.
     uint64_t n = 1;
     for (const Group &g : t) {
-        n *= g.size();
-        if (n > kMaxHosts) bad_hostlist(list, "too many hosts");
+        uint64_t m = g.size();
+        if (m > kMaxHosts / n) bad_hostlist(list, "too many hosts");
+        n *= m;
     }
     return n;
 }
@@ -186,8 +196,16 @@ size_t hostlist_count(std::string_view list) {
 }
 
 std::string hostlist_nth(std::string_view list, size_t index) {
+    // The whole list is sized first: a list too long to count is refused
+    // whatever the index.
+    std::vector<Term> terms = parse_hostlist(list);
+    uint64_t total = 0;
+    for (const Term &t : terms) {
+        total += term_size(list, t);
+        if (total > kMaxHosts) bad_hostlist(list, "too many hosts");
+    }
     uint64_t k = index;
-    for (const Term &t : parse_hostlist(list)) {
+    for (const Term &t : terms) {
         uint64_t n = term_size(list, t);
         if (k < n) return term_nth(t, k);
         k -= n;
@@ -206,10 +224,18 @@ std::vector<std::string> hostlist_expand(std::string_view list) {
 }
 
 std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view name) {
+    return parse_tasks_per_node(s, name, kMaxHosts, "the most dist-bind accepts");
+}
+
+std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view name, uint64_t max_nodes,
+                                           std::string_view limit) {
     const std::string what = quoted(name, s);
     const char *expected = "counts like \"3,2\" or \"2(x3),1\"";
     if (s.empty()) throw Error(what + ": empty, expected " + expected);
-    std::vector<uint32_t> out;
+    // Parsed and counted first: the list is expanded only once its node
+    // count is known to fit (a 20-byte "1(x16777215)" must not cost 64 MiB).
+    std::vector<std::pair<uint32_t, uint64_t>> items;
+    uint64_t nodes = 0;
     for (std::string_view item : split(s, ',')) {
         std::string_view count = item;
         uint64_t reps = 1;
@@ -224,9 +250,14 @@ std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view 
         uint64_t c;
         if (!parse_uint(count, UINT32_MAX, c) || c == 0)
             throw Error(what + ": bad count \"" + std::string(item) + "\", expected " + expected);
-        if (out.size() + reps > kMaxHosts) throw Error(what + ": too many nodes");
-        out.insert(out.end(), reps, static_cast<uint32_t>(c));
+        nodes += reps;  // at most kMaxHosts per item, and s is far shorter than 2^40 items
+        if (nodes > max_nodes)
+            throw Error(what + ": more than " + std::to_string(max_nodes) + " nodes (" + std::string(limit) + ")");
+        items.emplace_back(static_cast<uint32_t>(c), reps);
     }
+    std::vector<uint32_t> out;
+    out.reserve(static_cast<size_t>(nodes));
+    for (const auto &it : items) out.insert(out.end(), static_cast<size_t>(it.second), it.first);
     return out;
 }
 

@@ -35,7 +35,11 @@ std::string hostlist_nth(std::string_view list, size_t index);
 std::vector<std::string> hostlist_expand(std::string_view list);
 
 // SLURM_STEP_TASKS_PER_NODE and friends: "3,2", "2(x3),1".
+// A list naming more than max_nodes nodes is refused before anything is
+// allocated for it; `limit` says why that many, e.g. "the step has 2".
 std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view name);
+std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view name, uint64_t max_nodes,
+                                           std::string_view limit);
 
 // A GPU list as Slurm sets it (CUDA_VISIBLE_DEVICES, ...): non-empty,
 // comma-separated, each an index (0..999999) or a GPU-/MIG- UUID, no

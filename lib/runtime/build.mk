@@ -22,7 +22,7 @@ endif
 ifneq ($(wildcard /usr/include/slurm/pmi2.h),)
 RT_FLAGS    += -DDB_HAVE_PMI2
 endif
-RT_LIBS     := -ldl -pthread
+RT_LIBS     := -ldl -pthread -lsodium
 
 RT_LIB      := $(B)/libdistbind.so
 RT_ARCHIVE  := $(B)/libdistbind.a
@@ -57,6 +57,21 @@ $(RT_WORKER)_san: tests/exchange/worker.c lib/runtime/distbind.h $(RT_SAN) $(B)/
 	@mkdir -p $(@D)
 	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/runtime -c $< -o $@.o
 	$(CXX) $(SAN) -o $@ $@.o $(RT_SAN) $(B)/san/text.o $(RT_LIBS)
+
+# The runtime under ThreadSanitizer: handles on two threads (finding 11).
+TSAN        := -fsanitize=thread -fno-omit-frame-pointer
+RT_TSAN     := $(patsubst lib/runtime/%.cc,$(B)/rt/tsan/%.o,$(RT_SRC)) $(B)/rt/tsan/text.o
+$(B)/rt/tsan/%.o: lib/runtime/%.cc $(RT_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(TSAN) -Ilib/core $(RT_FLAGS) -c $< -o $@
+$(B)/rt/tsan/text.o: lib/core/text.cc $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(TSAN) -Ilib/core -c $< -o $@
+$(B)/tests/unit_tsan_two_handles: tests/unit/tsan_two_handles.c lib/runtime/distbind.h $(RT_TSAN)
+	@mkdir -p $(@D)
+	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(TSAN) -Ilib/runtime -c $< -o $@.o
+	$(CXX) $(TSAN) -o $@ $@.o $(RT_TSAN) $(RT_LIBS)
+TEST_BINS += $(B)/tests/unit_tsan_two_handles
 
 # Unit tests of the runtime (shortest-stem match wins over the core's rule).
 # The internals they reach come from tests/unit/runtime_hooks.cc, which is

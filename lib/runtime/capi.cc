@@ -8,8 +8,6 @@
 #include "rt.hh"
 #include "text.hh"
 
-extern char **environ;
-
 namespace {
 
 // An error message that can be set without throwing: a fixed text is only
@@ -37,6 +35,7 @@ class ErrText {
 
 struct distbind {
     db::rt::Env env;
+    db::rt::DebugCtx dbg;  // DIST_BIND_DEBUG and the rank, for this handle's calls
     db::rt::Params params;
     db::rt::Identity id;
     std::shared_ptr<void> pmix_keep;  // the PMIx client, when discovery used it
@@ -48,7 +47,7 @@ struct distbind {
     int nccl_blocking = -1;         // for a NULL config: -1 NCCL's default
     bool comm_nonblocking = false;  // whether NCCL made `comm` non-blocking
 
-    explicit distbind(const char *const *e) : env(e) {}
+    explicit distbind(db::rt::Env e) : env(std::move(e)) {}
 };
 
 namespace {
@@ -101,6 +100,7 @@ distbind_status on(distbind *h, F &&f) noexcept {
         t_err.set_fixed("dist-bind: NULL handle");
         return DISTBIND_ERR_ARG;
     }
+    db::rt::DebugScope scope(h->dbg);
     return guarded(h, h->err, std::forward<F>(f));
 }
 
@@ -124,11 +124,15 @@ db::rt::Exchange &exchange(distbind *h) {
     return *h->ex;
 }
 
+// env: a NAME=VALUE array, or nullptr for the process's environment.
 void create_into(distbind **out, const char *const *env) {
-    auto h = std::make_unique<distbind>(env);
+    auto h = std::make_unique<distbind>(env ? db::rt::Env(env) : db::rt::Env::process());
     h->params = db::rt::read_params(h->env);
+    h->env.forget("DIST_BIND_SECRET");  // it lives in params now
+    h->dbg.on = h->params.debug;
+    db::rt::DebugScope scope(h->dbg);
     h->id = db::rt::discover(h->env, h->pmix_keep, h->params.timeout_s);
-    db::rt::debug_enable(h->params.debug, h->id.rank);
+    h->dbg.rank = h->id.rank;
     db::rt::debugf("place from %s: rank %d of %d, local rank %d of %d, node %d, device %d (from %s), host %s",
                    db::rt::source_name(h->id.source), h->id.rank, h->id.world, h->id.local_rank, h->id.local_world,
                    h->id.node_rank, h->id.device, h->id.device_from.c_str(), h->id.host.c_str());
@@ -169,7 +173,7 @@ const char *distbind_status_name(distbind_status s) {
 
 const char *distbind_version(void) { return DB_VERSION_STRING; }
 
-distbind_status distbind_create(distbind_t **out) { return create(out, environ); }
+distbind_status distbind_create(distbind_t **out) { return create(out, nullptr); }
 
 distbind_status distbind_create_env(distbind_t **out, const char *const *env) {
     if (!env) {
@@ -213,6 +217,8 @@ distbind_status distbind_connect(distbind_t *db) {
         c.timeout_s = p.timeout_s;
         c.fanout = p.fanout;
         c.step_key = p.step_key;
+        c.secret = p.secret;
+        c.tcp_insecure = p.tcp_insecure;
         c.master_addr = p.master_addr;
         c.master_port = p.master_port;
         std::string how = p.bootstrap;
@@ -271,6 +277,7 @@ distbind_status distbind_init(distbind_t **out) {
 
 void distbind_destroy(distbind_t *db) {
     if (!db) return;
+    db::rt::DebugScope scope(db->dbg);
     try {
         db::rt::gpu::nccl_destroy(db->comm);
     } catch (...) {

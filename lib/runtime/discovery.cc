@@ -91,7 +91,9 @@ void from_slurm(const Env &env, Identity &id) {
         fail(DISTBIND_ERR_ENV, "SLURM_STEP_TASKS_PER_NODE is not set (needed for the local world size)");
     std::vector<uint32_t> counts;
     try {
-        counts = parse_tasks_per_node(tpn, tpn_var);
+        // Every node runs at least one task: no more nodes than tasks.
+        counts = parse_tasks_per_node(tpn, tpn_var, static_cast<uint64_t>(id.world),
+                                      std::string(world_var) + "=" + std::to_string(id.world) + " tasks");
     } catch (const db::Error &e) {
         fail(DISTBIND_ERR_ENV, e.what());
     }

@@ -40,6 +40,7 @@
  *     initialised again after PMI2_Finalize): a handle made after another
  *     was destroyed uses the same connection.
  *   - A handle is not thread-safe: use it from one thread at a time.
+ *     Different handles on different threads share nothing unsynchronised.
  *   - The library loads libpmix, Slurm's libpmi2, libcudart and libnccl with
  *     dlopen when they are first needed, so it also loads on nodes that
  *     have none of them.
@@ -57,6 +58,16 @@
  *   DIST_BIND_TCP_FANOUT  children per rank in the TCP tree (default 8)
  *   DIST_BIND_STEP_KEY    step identity checked by the TCP bootstrap
  *                         (default SLURM_JOB_ID.SLURM_STEP_ID)
+ *   DIST_BIND_SECRET      the step's secret (64 hex digits, set by srun
+ *                         --dist-bind): over TCP, both ends of every
+ *                         connection prove they know it before anything
+ *                         else is said.  distbind_create takes it out of
+ *                         the process environment (so do not call it while
+ *                         other threads read the environment); TCP without
+ *                         it is DISTBIND_ERR_ENV
+ *   DIST_BIND_TCP_INSECURE=1  TCP without the secret, on every rank: anyone
+ *                         who can reach MASTER_PORT can join or break the
+ *                         step (rank 0 warns on stderr)
  *   DIST_BIND_NCCL_RANKS_PER_ROOT  above this world size NCCL is brought up
  *                         with one unique id per block of this many ranks
  *                         (default 128)
@@ -279,9 +290,11 @@ DISTBIND_API distbind_status distbind_nccl_allreduce_check(distbind_t *db, size_
  * for NULL, the next create in this thread). */
 DISTBIND_API const char *distbind_last_error(const distbind_t *db);
 
-/* The largest number of connections to other ranks this rank held open at
- * once (TCP bootstrap; 0 for PMIx and PMI2).  With the tree, rank 0 holds
- * at most DIST_BIND_TCP_FANOUT plus the one it is accepting. */
+/* The largest number of lasting connections to other ranks this rank held
+ * open at once (TCP bootstrap; 0 for PMIx and PMI2): with the tree, at most
+ * DIST_BIND_TCP_FANOUT children and a parent.  Not counted: the short
+ * connections of the set-up (registrations, of which rank 0 serves up to
+ * 256 not yet proven at a time). */
 DISTBIND_API long distbind_peak_connections(const distbind_t *db);
 
 #ifdef __cplusplus

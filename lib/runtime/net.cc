@@ -17,19 +17,6 @@ namespace db::rt::net {
 
 namespace {
 
-// "DBX1": a peer that does not start with it is not a dist-bind rank.
-constexpr uint32_t kMagic = 0x31584244;
-constexpr size_t kHeader = 16;
-
-void put_le(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t get_le(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-
 void tune(int fd) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -100,14 +87,6 @@ void Socket::close() {
     fd_ = -1;
 }
 
-std::string Addr::str() const {
-    char buf[INET_ADDRSTRLEN] = "?";
-    in_addr a{};
-    a.s_addr = ip;
-    inet_ntop(AF_INET, &a, buf, sizeof buf);
-    return std::string(buf) + ":" + std::to_string(port);
-}
-
 int resolve(const std::string &host, unsigned port, Addr &out) {
     addrinfo hints{}, *res = nullptr;
     hints.ai_family = AF_INET;
@@ -169,31 +148,38 @@ Addr local_addr(int fd) {
     return a;
 }
 
-Socket connect_to(const Addr &a, const Deadline &d, int &err) {
+Socket connect_start(const Addr &a, int &err) {
     // The end that closes first keeps its port in TIME_WAIT for a minute:
     // reusable, so that port does not block a later listener either.
     Socket s = reusable_socket(err);
     if (!s) return s;
     sockaddr_in sa = to_sockaddr(a);
-    if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) {
-        if (errno != EINPROGRESS && errno != EINTR) {
-            err = errno;
-            return Socket();
-        }
-        if (!wait_fd(s.fd(), POLLOUT, d)) {
-            err = ETIMEDOUT;
-            return Socket();
-        }
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &soerr, &len);
-        if (soerr != 0) {
-            err = soerr;
-            return Socket();
-        }
+    if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0 && errno != EINPROGRESS &&
+        errno != EINTR) {
+        err = errno;
+        return Socket();
     }
     tune(s.fd());
     err = 0;
+    return s;
+}
+
+int connect_error(int fd) {
+    int soerr = 0;
+    socklen_t len = sizeof soerr;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0) return errno;
+    return soerr;
+}
+
+Socket connect_to(const Addr &a, const Deadline &d, int &err) {
+    Socket s = connect_start(a, err);
+    if (!s) return s;
+    if (!wait_fd(s.fd(), POLLOUT, d)) {
+        err = ETIMEDOUT;
+        return Socket();
+    }
+    err = connect_error(s.fd());
+    if (err != 0) return Socket();
     return s;
 }
 
@@ -222,14 +208,43 @@ std::string IoResult::str() const {
     return "?";
 }
 
+int route_from(const Addr &to, uint32_t &ip) {
+    Socket s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s) return -errno;
+    sockaddr_in sa = to_sockaddr(to);
+    if (sa.sin_port == 0) sa.sin_port = htons(9);  // any port: nothing is sent
+    if (::connect(s.fd(), reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) return -errno;
+    ip = local_addr(s.fd()).ip;
+    return 0;
+}
+
+long send_some(int fd, const uint8_t *p, size_t n) {
+    for (;;) {
+        ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0) return w;
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
+long recv_some(int fd, uint8_t *p, size_t n) {
+    for (;;) {
+        ssize_t r = ::recv(fd, p, n, MSG_DONTWAIT);
+        if (r > 0) return r;
+        if (r == 0) return -1;
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
+IoResult send_all(int fd, const std::vector<uint8_t> &bytes, const Deadline &d) {
+    return write_all(fd, bytes.data(), bytes.size(), d);
+}
+
 IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body, size_t len, const Deadline &d) {
     if (len > kMaxBody) return {Io::Error, EMSGSIZE};
     uint8_t h[kHeader];
-    put_le(h, kMagic, 4);
-    put_le(h + 4, static_cast<uint16_t>(type), 2);
-    put_le(h + 6, op, 2);
-    put_le(h + 8, seq, 4);
-    put_le(h + 12, len, 4);
+    encode_header(h, type, op, seq, static_cast<uint32_t>(len));
     // One write for small messages, so a reader never sees half of one.
     if (len <= 65536) {
         std::vector<uint8_t> all(h, h + kHeader);
@@ -245,17 +260,13 @@ IoResult recv_msg(int fd, Message &m, const Deadline &d, size_t max_body) {
     uint8_t h[kHeader];
     IoResult r = read_all(fd, h, kHeader, d);
     if (!r.ok()) return r;
-    if (get_le(h, 4) != kMagic) return {Io::Garbage, 0};
-    uint64_t type = get_le(h + 4, 2);
-    uint64_t len = get_le(h + 12, 4);
-    if (type < static_cast<uint16_t>(Msg::Hello) || type > static_cast<uint16_t>(Msg::Missing) ||
-        len > std::min(max_body, kMaxBody))
-        return {Io::Garbage, 0};
-    m.type = static_cast<Msg>(type);
-    m.op = static_cast<uint16_t>(get_le(h + 6, 2));
-    m.seq = static_cast<uint32_t>(get_le(h + 8, 4));
-    m.body.resize(len);
-    if (len) r = read_all(fd, m.body.data(), len, d);
+    Header hd;
+    if (!decode_header(h, max_body, hd)) return {Io::Garbage, 0};
+    m.type = hd.type;
+    m.op = hd.op;
+    m.seq = hd.seq;
+    m.body.resize(hd.len);
+    if (hd.len) r = read_all(fd, m.body.data(), hd.len, d);
     return r;
 }
 
@@ -267,7 +278,8 @@ int peek_type(int fd) {
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
         if (static_cast<size_t>(n) < kHeader) return 0;
-        return get_le(h, 4) == kMagic ? static_cast<int>(get_le(h + 4, 2)) : 0;
+        Header hd;
+        return decode_header(h, kMaxBody, hd) ? static_cast<int>(hd.type) : 0;
     }
 }
 
@@ -281,52 +293,6 @@ int wait_readable(const std::vector<int> &fds, const Deadline &d) {
         for (size_t i = 0; i < p.size(); i++)
             if (p[i].revents) return static_cast<int>(i);
     }
-}
-
-Writer &Writer::put(uint64_t v, int n) {
-    size_t at = b_.size();
-    b_.resize(at + n);
-    put_le(b_.data() + at, v, n);
-    return *this;
-}
-
-Writer &Writer::str(const std::string &s) {
-    u32(static_cast<uint32_t>(s.size()));
-    return bytes(s.data(), s.size());
-}
-
-Writer &Writer::bytes(const void *p, size_t n) {
-    const uint8_t *b = static_cast<const uint8_t *>(p);
-    b_.insert(b_.end(), b, b + n);
-    return *this;
-}
-
-uint64_t Reader::get(int n) {
-    if (!ok_ || n_ < static_cast<size_t>(n)) {
-        ok_ = false;
-        return 0;
-    }
-    uint64_t v = get_le(p_, n);
-    p_ += n;
-    n_ -= n;
-    return v;
-}
-
-std::string Reader::str() {
-    uint32_t n = u32();
-    const uint8_t *p = bytes(n);
-    return p ? std::string(reinterpret_cast<const char *>(p), n) : std::string();
-}
-
-const uint8_t *Reader::bytes(size_t n) {
-    if (!ok_ || n_ < n) {
-        ok_ = false;
-        return nullptr;
-    }
-    const uint8_t *p = p_;
-    p_ += n;
-    n_ -= n;
-    return p;
 }
 
 std::string errno_str(int err) {

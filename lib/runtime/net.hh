@@ -1,6 +1,6 @@
 // Sockets for the TCP bootstrap: IPv4 only, every call bounded by a
-// Deadline, and a small framed message format.  Nothing here knows about
-// ranks or trees (tcp.cc does).
+// Deadline, and framed messages (their format is in wire.hh).  Nothing
+// here knows about ranks or trees (tcp*.cc do).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rt.hh"
+#include "wire.hh"
 
 namespace db::rt::net {
 
@@ -29,12 +30,6 @@ class Socket {
     int fd_ = -1;
 };
 
-struct Addr {
-    uint32_t ip = 0;    // network byte order
-    uint16_t port = 0;  // host byte order
-    std::string str() const;
-};
-
 // getaddrinfo for IPv4.  Returns 0, or EAI_* (EAI_AGAIN and friends are
 // worth retrying).
 int resolve(const std::string &host, unsigned port, Addr &out);
@@ -47,7 +42,21 @@ Addr local_addr(int fd);
 // Connect within the deadline; on failure returns an empty Socket and the
 // errno in `err` (ETIMEDOUT when the deadline passed).
 Socket connect_to(const Addr &a, const Deadline &d, int &err);
+// Start a connection without waiting: the socket becomes writable when it
+// is up (or failed: connect_error says which).
+Socket connect_start(const Addr &a, int &err);
+int connect_error(int fd);
 Socket accept_from(const Socket &listener, int &err);
+
+// The address of this host that traffic to `to` leaves from (no packet is
+// sent): where a rank listens for its parent.  -errno on failure.
+int route_from(const Addr &to, uint32_t &ip);
+
+// Whatever of p the socket takes now, without waiting; -1 on error.
+long send_some(int fd, const uint8_t *p, size_t n);
+// Up to n bytes that are there now: 0 when none yet, -1 on end of stream
+// or error.
+long recv_some(int fd, uint8_t *p, size_t n);
 
 enum class Io { Ok, Eof, Timeout, Error, Garbage };
 struct IoResult {
@@ -57,8 +66,6 @@ struct IoResult {
     std::string str() const;
 };
 
-enum class Msg : uint16_t { Hello = 1, Welcome, Reject, Tree, Abort, Up, Down, Missing };
-
 struct Message {
     Msg type{};
     uint16_t op = 0;
@@ -66,15 +73,8 @@ struct Message {
     std::vector<uint8_t> body;
 };
 
-// The largest body of any message (a collective's whole payload plus its
-// framing).
-constexpr size_t kMaxBody = (size_t{1} << 30) + 64;
-// What a connection that has not yet proved it is a rank of this step may
-// send: a registration (Hello) is a few hundred bytes, an answer from
-// rank 0 (Welcome, Reject) carries one message.
-constexpr size_t kMaxHello = 4096;
-constexpr size_t kMaxReply = 65536;
-
+// Bytes already framed (one or more messages), within the deadline.
+IoResult send_all(int fd, const std::vector<uint8_t> &bytes, const Deadline &d);
 IoResult send_msg(int fd, Msg type, uint16_t op, uint32_t seq, const void *body, size_t len, const Deadline &d);
 // A body longer than max_body is refused (Io::Garbage) before anything is
 // allocated for it.
@@ -87,40 +87,6 @@ int peek_type(int fd);
 // Index into fds of one that is readable (or closed), -1 when the deadline
 // passed first.
 int wait_readable(const std::vector<int> &fds, const Deadline &d);
-
-// Little-endian encoding of message bodies.
-class Writer {
-  public:
-    Writer &u16(uint16_t v) { return put(v, 2); }
-    Writer &u32(uint32_t v) { return put(v, 4); }
-    Writer &u64(uint64_t v) { return put(v, 8); }
-    Writer &str(const std::string &s);
-    Writer &bytes(const void *p, size_t n);
-    const std::vector<uint8_t> &data() const { return b_; }
-
-  private:
-    Writer &put(uint64_t v, int n);
-    std::vector<uint8_t> b_;
-};
-
-// Reads until the body runs out; then ok() is false and every value 0.
-class Reader {
-  public:
-    explicit Reader(const std::vector<uint8_t> &b) : p_(b.data()), n_(b.size()) {}
-    uint16_t u16() { return static_cast<uint16_t>(get(2)); }
-    uint32_t u32() { return static_cast<uint32_t>(get(4)); }
-    uint64_t u64() { return get(8); }
-    std::string str();
-    const uint8_t *bytes(size_t n);
-    bool ok() const { return ok_; }
-    size_t left() const { return n_; }
-
-  private:
-    uint64_t get(int n);
-    const uint8_t *p_;
-    size_t n_;
-    bool ok_ = true;
-};
 
 std::string errno_str(int err);
 

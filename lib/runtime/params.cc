@@ -3,15 +3,51 @@
 // expected, never a silent default.
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "rt.hh"
 #include "text.hh"
+
+extern char **environ;
 
 namespace db::rt {
 
 Env::Env(const char *const *env) {
     for (; env && *env; env++) vars_.emplace_back(*env);
+}
+
+namespace {
+// The process's DIST_BIND_SECRET once it is out of its environment, for
+// the handles made after the first.  Guarded with the environment itself:
+// nothing else here reads or changes `environ` meanwhile.
+std::mutex g_env_mu;
+std::string *g_secret_var = nullptr;  // "DIST_BIND_SECRET=..."; kept until exit
+constexpr char kSecretVar[] = "DIST_BIND_SECRET";
+}  // namespace
+
+Env Env::process() {
+    std::lock_guard<std::mutex> lock(g_env_mu);
+    Env e(environ);
+    if (const char *v = e.get(kSecretVar)) {
+        if (!g_secret_var) g_secret_var = new std::string;
+        *g_secret_var = std::string(kSecretVar) + "=" + v;
+        unsetenv(kSecretVar);
+    } else if (g_secret_var) {
+        e.vars_.push_back(*g_secret_var);
+    }
+    return e;
+}
+
+void Env::forget(std::string_view name) {
+    for (auto it = vars_.begin(); it != vars_.end(); ++it) {
+        if (it->size() > name.size() && (*it)[name.size()] == '=' && it->compare(0, name.size(), name) == 0) {
+            auth::wipe(it->data(), it->size());
+            vars_.erase(it);
+            return;
+        }
+    }
 }
 
 const char *Env::get(std::string_view name) const {
@@ -22,8 +58,7 @@ const char *Env::get(std::string_view name) const {
 }
 
 namespace {
-bool g_debug = false;
-int g_debug_rank = -1;
+thread_local const DebugCtx *t_debug = nullptr;
 
 void note(const char *name, const char *value) {
     if (value) debugf("%s set by environment to %s", name, value);
@@ -75,7 +110,9 @@ Params read_params(const Env &env) {
             fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_DEBUG", dbg) + ": expected 0 or 1");
         p.debug = dbg[0] == '1';
     }
-    if (p.debug) debug_enable(true, -1);
+    // The settings read from here on are noted when debugging.
+    DebugCtx ctx{p.debug, -1};
+    DebugScope scope(ctx);
     if (const char *v = env.get("DIST_BIND_BOOTSTRAP")) {
         note("DIST_BIND_BOOTSTRAP", v);
         check_bootstrap_name(v, "DIST_BIND_BOOTSTRAP");
@@ -99,6 +136,21 @@ Params read_params(const Env &env) {
         // would make two steps of one job look alike.
         if (job && step && std::strlen(job) + std::strlen(step) < 200)
             p.step_key = std::string(job) + "." + step;
+    }
+
+    // The secret's value is never shown, not even when debugging.
+    if (const char *v = env.get(kSecretVar)) {
+        if (!p.secret.parse_hex(v))
+            fail(DISTBIND_ERR_ENV, "DIST_BIND_SECRET (" + std::to_string(std::strlen(v)) +
+                                       " characters) is not a secret: expected 64 hex digits (256 bits), as srun "
+                                       "--dist-bind sets it or `openssl rand -hex 32` prints it");
+        debugf("DIST_BIND_SECRET set by environment (%zu characters)", std::strlen(v));
+    }
+    if (const char *v = env.get("DIST_BIND_TCP_INSECURE")) {
+        note("DIST_BIND_TCP_INSECURE", v);
+        if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+            fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_TCP_INSECURE", v) + ": expected 0 or 1");
+        p.tcp_insecure = v[0] == '1';
     }
 
     if (const char *v = env.get("MASTER_ADDR")) {
@@ -127,22 +179,21 @@ const char *source_name(Source s) {
     return "?";
 }
 
-void debug_enable(bool on, int rank) {
-    g_debug = on;
-    g_debug_rank = rank;
-}
+DebugScope::DebugScope(const DebugCtx &c) noexcept : prev_(t_debug) { t_debug = &c; }
+DebugScope::~DebugScope() { t_debug = prev_; }
 
-bool debug_on() { return g_debug; }
+bool debug_on() { return t_debug && t_debug->on; }
 
 void debugf(const char *fmt, ...) {
-    if (!g_debug) return;
+    const DebugCtx *c = t_debug;
+    if (!c || !c->on) return;
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (g_debug_rank >= 0)
-        std::fprintf(stderr, "dist-bind: rank %d: %s\n", g_debug_rank, buf);
+    if (c->rank >= 0)
+        std::fprintf(stderr, "dist-bind: rank %d: %s\n", c->rank, buf);
     else
         std::fprintf(stderr, "dist-bind: %s\n", buf);
 }
@@ -165,7 +216,8 @@ std::string rank_list(const std::vector<int> &ranks) {
     size_t items = 0;
     for (size_t i = 0; i < ranks.size();) {
         size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) j++;
+        // In 64 bits: the ranks may come from another rank's message.
+        while (j + 1 < ranks.size() && int64_t{ranks[j + 1]} == int64_t{ranks[j]} + 1) j++;
         if (items == kShown) {
             out += ", ... (" + std::to_string(ranks.size()) + " ranks in all)";
             break;

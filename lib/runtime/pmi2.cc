@@ -11,6 +11,7 @@
 // timeout says so and points to the bootstraps that can.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +62,9 @@ bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out) {
             if (d < 0) return false;
             v = v << 6 | static_cast<uint32_t>(d);
         }
+        // The bits a short last group leaves over must be 0: one encoding
+        // per byte string.
+        if ((m == 2 && (v & 0xffff)) || (m == 3 && (v & 0xff))) return false;
         out.push_back(static_cast<uint8_t>(v >> 16));
         if (m > 2) out.push_back(static_cast<uint8_t>(v >> 8));
         if (m > 3) out.push_back(static_cast<uint8_t>(v));
@@ -68,6 +72,19 @@ bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out) {
     return true;
 }
 
+bool pmi2_first_chunk(const char *val, uint64_t max_total, uint64_t &total, const char *&data) {
+    const char *comma = std::strchr(val, ',');
+    if (!comma || comma == val || comma - val > 20) return false;
+    uint64_t n = 0;
+    for (const char *p = val; p < comma; p++) {
+        if (*p < '0' || *p > '9') return false;
+        n = n * 10 + static_cast<uint64_t>(*p - '0');
+        if (n > max_total) return false;  // every digit: no wrap while max_total < 2^60
+    }
+    total = n;
+    data = comma + 1;
+    return true;
+}
 
 #ifndef DB_HAVE_PMI2
 
@@ -96,8 +113,9 @@ struct Session {
     // cannot be used from two threads at once, so nothing may call it again.
     std::atomic<bool> wedged{false};
     std::string unusable;  // why it cannot serve, though connected (under g_mu)
-    // Collective numbers are the process's, so keys of two handles never collide.
-    uint32_t seq = 0;
+    // Collective numbers are the process's, so keys of two handles never
+    // collide; handles on different threads share it.
+    std::atomic<uint32_t> seq{0};
     ~Session() {
         if (finalize && !wedged) finalize();
     }
@@ -286,31 +304,33 @@ class Pmi2Exchange final : public Exchange {
 
     static Result fetch(const Ctx &x, const std::string &what, int rank, uint8_t *dst, size_t len) {
         std::vector<uint8_t> got;
-        size_t total = 0;
         auto bad = [&](distbind_status st, const std::string &m) { return Result{st, what + " failed: " + m}; };
-        for (size_t i = 0;; i++) {
+        // Exactly the chunks `len` bytes take, each a full one but the last.
+        const size_t chunks = len ? (len + kChunk - 1) / kChunk : 1;
+        auto malformed = [&] { return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data"); };
+        for (size_t i = 0; i < chunks; i++) {
             char val[PMI2_MAX_VALLEN + 1] = "";
             int vallen = 0;
             int rc = x.s->get(x.s->job, rank, key(x.seq, rank, i).c_str(), val, PMI2_MAX_VALLEN, &vallen);
             if (rc != PMI2_SUCCESS)
                 return bad(DISTBIND_ERR_PEER, "PMI2 has no data from rank " + std::to_string(rank) + " (code " +
                                                   std::to_string(rc) + ")");
+            val[PMI2_MAX_VALLEN] = '\0';
             const char *data = val;
             if (i == 0) {
-                const char *comma = std::strchr(val, ',');
-                if (!comma) return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data");
-                total = std::strtoull(val, nullptr, 10);
-                data = comma + 1;
+                uint64_t total = 0;
+                if (!pmi2_first_chunk(val, DISTBIND_MAX_EXCHANGE_BYTES, total, data)) return malformed();
                 if (total != len)
                     return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " passed " + std::to_string(total) +
                                                       " bytes but rank " + std::to_string(x.rank) + " expected " +
                                                       std::to_string(len) + " (every rank must pass the same size and root)");
             }
-            if (!b64_decode_bytes(data, std::strlen(data), got))
-                return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data");
-            if (got.size() >= total) break;
+            size_t before = got.size();
+            if (!b64_decode_bytes(data, std::strlen(data), got)) return malformed();
+            size_t want = std::min(kChunk, len - std::min(len, i * kChunk));
+            if (got.size() - before != want) return malformed();
         }
-        if (got.size() != len) return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data");
+        if (got.size() != len) return malformed();
         if (len) std::memcpy(dst, got.data(), len);
         return {};
     }

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -59,9 +60,7 @@ struct Session {
     pmix_proc_t me{};
     // A fence that never completed may still call back; then PMIx must not
     // be finalised under it.
-    bool wedged = false;
-    // Collective numbers are the process's, so keys of two handles never collide.
-    uint32_t seq = 0;
+    std::atomic<bool> wedged{false};
 
     ~Session() {
         if (finalize && !wedged) finalize(nullptr, 0);
@@ -71,6 +70,11 @@ struct Session {
 
 std::mutex g_mu;
 std::weak_ptr<Session> g_session;
+// Collective numbers are the process's, so keys of two handles never
+// collide, also across a PMIx_Finalize and a new PMIx_Init (the server may
+// still hold what the first session put); handles on different threads
+// share it.
+std::atomic<uint32_t> g_seq{0};
 // PMIx_Init did not return in time: a helper thread may still be inside it.
 bool g_init_stuck = false;
 
@@ -246,12 +250,12 @@ class PmixExchange final : public Exchange {
   private:
     ExchangeConfig c_;
     std::shared_ptr<Session> s_;
-    uint32_t seq_ = 0;  // this collective's number (from the session)
+    uint32_t seq_ = 0;  // this collective's number (g_seq)
     std::string broken_;
 
     std::string begin(const char *kind) {
         if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
-        seq_ = ++s_->seq;
+        seq_ = ++g_seq;
         return std::string(kind) + " #" + std::to_string(seq_);
     }
 

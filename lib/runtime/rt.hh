@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth.hh"
 #include "distbind.h"
 
 namespace db::rt {
@@ -29,8 +30,14 @@ struct Failure : std::runtime_error {
 class Env {
   public:
     explicit Env(const char *const *env);
+    // The process's environment.  DIST_BIND_SECRET is taken out of it (and
+    // kept for later handles of this process), so that programs this one
+    // starts do not inherit the step's secret.
+    static Env process();
     // nullptr when unset.
     const char *get(std::string_view name) const;
+    // Wipe and drop a variable from the snapshot.
+    void forget(std::string_view name);
 
   private:
     std::vector<std::string> vars_;
@@ -42,6 +49,8 @@ struct Params {
     double timeout_s = 300;           // DIST_BIND_TIMEOUT
     unsigned fanout = 8;              // DIST_BIND_TCP_FANOUT
     std::string step_key;             // DIST_BIND_STEP_KEY, else SLURM_JOB_ID.SLURM_STEP_ID
+    auth::Secret secret;              // DIST_BIND_SECRET (the plugin's per-step secret)
+    bool tcp_insecure = false;        // DIST_BIND_TCP_INSECURE=1: TCP without proofs
     unsigned nccl_ranks_per_root = 128;  // DIST_BIND_NCCL_RANKS_PER_ROOT
     bool debug = false;               // DIST_BIND_DEBUG
     std::string master_addr;          // MASTER_ADDR ("" = unset)
@@ -69,8 +78,24 @@ Identity discover(const Env &env, std::shared_ptr<void> &keep, double timeout_s)
 // The same, without the PMIx fallback (pure: for unit tests and the tool).
 bool discover_from_env(const Env &env, Identity &out);
 
-// Debug lines ("dist-bind: rank 3: ...") on stderr when DIST_BIND_DEBUG=1.
-void debug_enable(bool on, int rank);
+// Debug lines ("dist-bind: rank 3: ...") on stderr when the handle in use
+// was made with DIST_BIND_DEBUG=1.  The handle in use is the calling
+// thread's (a DebugScope for the length of each call into the library), so
+// handles on different threads share nothing here.
+struct DebugCtx {
+    bool on = false;
+    int rank = -1;
+};
+class DebugScope {
+  public:
+    explicit DebugScope(const DebugCtx &c) noexcept;
+    ~DebugScope();
+    DebugScope(const DebugScope &) = delete;
+    DebugScope &operator=(const DebugScope &) = delete;
+
+  private:
+    const DebugCtx *prev_;
+};
 bool debug_on();
 void debugf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -106,6 +131,8 @@ struct ExchangeConfig {
     double timeout_s = 300;
     unsigned fanout = 8;
     std::string step_key;
+    auth::Secret secret;
+    bool tcp_insecure = false;
     std::string master_addr;
     unsigned master_port = 0;
 };
@@ -127,6 +154,9 @@ PmixPlace pmix_place(std::shared_ptr<void> &keep, double timeout_s);
 // PMI2's encoding of bytes (pmi2.cc).
 std::string b64_encode_bytes(const uint8_t *p, size_t n);
 bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out);
+// The first chunk of a rank's bytes in PMI2, "<total>,<base64>": false
+// unless total is decimal digits and at most max_total.
+bool pmi2_first_chunk(const char *val, uint64_t max_total, uint64_t &total, const char *&data);
 
 // "1, 3, 5-9": ranks for messages, shortened when there are many.
 std::string rank_list(const std::vector<int> &ranks);

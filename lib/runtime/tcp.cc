@@ -18,6 +18,26 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     Deadline d = Deadline::in(c.timeout_s);
     grace_ = 1.0 + c.timeout_s / 10;
     if (c.world == 1) return;
+    if (!c_.tcp_insecure && !c_.secret.set())
+        fail(DISTBIND_ERR_ENV,
+             "DIST_BIND_SECRET is not set: the TCP bootstrap lets only ranks that know the step's secret join, and "
+             "srun --dist-bind gives every task one; start the program with srun --dist-bind (or over Slurm's PMIx, "
+             "srun --mpi=pmix), or give every rank the same DIST_BIND_SECRET (64 hex digits, e.g. from "
+             "`openssl rand -hex 32`), or set DIST_BIND_TCP_INSECURE=1 on every rank to let anyone who can reach "
+             "MASTER_PORT join the step");
+    cred_.secret = c_.tcp_insecure ? nullptr : &c_.secret;
+    cred_.rank = c.rank;
+    cred_.world = c.world;
+    cred_.step = c.step_key;
+    // A connection's handshake takes a round trip; this is for a loaded node.
+    cred_.budget_s = std::min(30.0, std::max(2.0, c.timeout_s / 10));
+    if (c_.tcp_insecure) {
+        debugf("tcp: DIST_BIND_TCP_INSECURE=1: ranks do not authenticate each other");
+        if (c.rank == 0)
+            std::fprintf(stderr, "dist-bind: rank 0: warning: DIST_BIND_TCP_INSECURE=1: the TCP bootstrap does not "
+                                 "authenticate its peers; anyone who can reach %s:%u can join or break this step\n",
+                         c.master_addr.c_str(), c.master_port);
+    }
     if (c.rank == 0)
         setup_root(d);
     else
@@ -36,7 +56,7 @@ void TcpExchange::broadcast(void *buf, size_t len, int root) {
         // which only root's branch carries bytes.
         bool mine = c_.rank == root;
         std::vector<uint8_t> up = gather(op, what, t0, mine ? buf : nullptr, mine ? len : 0, len,
-                                         [&](int child) { return tree_.below(root, child); });
+                                         [&](int child) { return tree_.below(root, child); }, false);
         if (c_.rank == 0) data = std::move(up);
     } else if (c_.rank == 0) {
         const uint8_t *p = static_cast<const uint8_t *>(buf);
@@ -64,7 +84,7 @@ void TcpExchange::allgather(const void *send, size_t len, void *recv) {
     }
     std::string what = label(op, nullptr);
     auto t0 = Clock::now();
-    std::vector<uint8_t> pre = gather(op, what, t0, send, len, len, [](int) { return true; });
+    std::vector<uint8_t> pre = gather(op, what, t0, send, len, len, [](int) { return true; }, true);
     Writer w;
     w.u32(static_cast<uint32_t>(len));
     if (c_.rank == 0) {
@@ -116,7 +136,7 @@ void TcpExchange::barrier_named(const char *name) {
     if (c_.world == 1) return;
     std::string what = label(op, name);
     auto t0 = Clock::now();
-    gather(op, what, t0, nullptr, 0, 0, [](int) { return false; });
+    gather(op, what, t0, nullptr, 0, 0, [](int) { return false; }, false);
     down(op, what, t0, {});
 }
 
@@ -128,29 +148,21 @@ double TcpExchange::margin() const {
 // ---- failing ----------------------------------------------------------
 
 void TcpExchange::spread(distbind_status st, const std::string &msg, int except) {
-    Writer w;
-    w.u64(session_).u16(static_cast<uint16_t>(st)).str(msg);
+    std::vector<uint8_t> body = encode(Verdict{st, msg});
     Deadline d = Deadline::in(1.0);
     auto tell = [&](Peer &p) {
-        if (p.link && p.rank != except)
-            send_msg(p.link.fd(), Msg::Abort, 0, seq_, w.data().data(), w.data().size(), d);
+        if (p.link && p.rank != except) send_msg(p.link.fd(), Msg::Abort, 0, seq_, body.data(), body.size(), d);
     };
     tell(parent_);
     for (Peer &ch : children_) tell(ch);
     broken_ = msg;
-        fail(st, msg);
+    fail(st, msg);
 }
 
 void TcpExchange::on_abort(const Message &m, int from) {
-    Reader r(m.body);
-    r.u64();
-    auto st = static_cast<distbind_status>(r.u16());
-    std::string text = r.str();
-    if (!r.ok() || st == DISTBIND_OK) {
-        st = DISTBIND_ERR_PEER;
-        text = "rank " + std::to_string(from) + " failed and sent an unreadable message";
-    }
-    spread(st, text, from);
+    Verdict v;
+    if (!decode(m.body, v)) v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
+    spread(v.status, v.text, from);
 }
 
 void TcpExchange::lost(const std::string &what, int who, const IoResult &r) {
@@ -190,7 +202,8 @@ void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
 // ---- collectives ------------------------------------------------------
 
 std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
-                                         size_t n_mine, size_t len, const std::function<bool(int)> &carries) {
+                                         size_t n_mine, size_t len, const std::function<bool(int)> &carries,
+                                         bool per_rank) {
     size_t nch = children_.size();
     std::vector<std::vector<uint8_t>> got(nch);
     std::vector<bool> done(nch, false);
@@ -223,21 +236,30 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
         if (!r.ok()) lost(what, ch, r);
         if (m.type == Msg::Abort) on_abort(m, ch);
         if (m.type == Msg::Missing) {
-            Reader rd(m.body);
-            for (auto *list : {&missing, &unreachable})
-                for (uint32_t n = rd.u32(); rd.ok() && n > 0; n--) list->push_back(static_cast<int>(rd.u32()));
+            // Only ranks below that child can be missing there.
+            Missing ms;
+            bool ok = decode(m.body, c_.world, ms);
+            for (auto *list : {&ms.missing, &ms.unreachable})
+                for (size_t k = 0; ok && k < list->size(); k++)
+                    ok = (*list)[k] != ch && tree_.below((*list)[k], ch);
+            if (!ok) lost(what, ch, {Io::Garbage, 0});
+            missing.insert(missing.end(), ms.missing.begin(), ms.missing.end());
+            unreachable.insert(unreachable.end(), ms.unreachable.begin(), ms.unreachable.end());
         } else if (m.type == Msg::Up && m.op == op.first && m.seq == op.second) {
-            Reader rd(m.body);
-            uint32_t their_len = rd.u32();
-            uint32_t n = rd.u32();
-            if (!rd.ok() || rd.left() != n) lost(what, ch, {Io::Garbage, 0});
-            if (their_len != len)
+            Up u;
+            if (!decode(m.body, u)) lost(what, ch, {Io::Garbage, 0});
+            if (u.len != len)
                 spread(DISTBIND_ERR_PEER,
-                       what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(their_len) +
+                       what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(u.len) +
                            " bytes but rank " + std::to_string(c_.rank) + " passed " + std::to_string(len) +
                            " (every rank must pass the same size)");
-            const uint8_t *p = rd.bytes(n);
-            got[i].assign(p, p + n);
+            // What that branch must carry, so rank 0 never reads past it.
+            uint64_t expected = !carries(ch) ? 0 : per_rank ? uint64_t{len} * tree_.size(ch) : len;
+            std::string bad = check_up(u, expected);
+            if (!bad.empty())
+                spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " " + bad + " (seen by rank " +
+                                              std::to_string(c_.rank) + ")");
+            if (u.n) got[i].assign(u.data, u.data + u.n);
         } else {
             mismatch(what, ch, m);
         }
@@ -256,9 +278,8 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     for (size_t i = 0; i < nch; i++)
         if (carries(children_[i].rank)) body.insert(body.end(), got[i].begin(), got[i].end());
     if (c_.rank == 0) return body;
-    Writer w;
-    w.u32(static_cast<uint32_t>(len)).u32(static_cast<uint32_t>(body.size())).bytes(body.data(), body.size());
-    IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, w.data().data(), w.data().size(), dmsg);
+    std::vector<uint8_t> up = encode_up(static_cast<uint32_t>(len), body);
+    IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, up.data(), up.size(), dmsg);
     if (!r.ok()) unsent(what, parent_.rank, r);
     return {};
 }
@@ -274,13 +295,9 @@ void TcpExchange::report_missing(const std::string &what, std::vector<int> missi
     if (c_.rank == 0) spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank 0)");
     // Tell the parent who is missing, then wait for rank 0's verdict so
     // every rank fails with the same message.
-    Writer w;
-    w.u32(static_cast<uint32_t>(missing.size()));
-    for (int r : missing) w.u32(static_cast<uint32_t>(r));
-    w.u32(static_cast<uint32_t>(unreachable.size()));
-    for (int r : unreachable) w.u32(static_cast<uint32_t>(r));
+    std::vector<uint8_t> body = encode(Missing{missing, unreachable});
     Deadline d = Deadline::in(grace_ + margin());
-    send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, w.data().data(), w.data().size(), d);
+    send_msg(parent_.link.fd(), Msg::Missing, 0, seq_, body.data(), body.size(), d);
     if (wait_readable({parent_.link.fd()}, d) == 0) {
         Message m;
         if (recv_msg(parent_.link.fd(), m, d).ok() && m.type == Msg::Abort) on_abort(m, parent_.rank);

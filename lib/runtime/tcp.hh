@@ -1,27 +1,31 @@
 // The TCP bootstrap: a k-ary tree of ranks rooted at rank 0.
 //
-// Set-up.  Only rank 0's address is known (MASTER_ADDR:MASTER_PORT).  Each
-// rank opens a listener of its own, then registers with rank 0 over a short
-// connection (rank, world size, step key, its listener's address) and hangs
-// up.  Rank 0 serves registrations one at a time, so however large the
-// world it holds at most one registration plus its k children open.  Once
-// every rank has registered, rank 0 connects to its children and hands each
-// the addresses of its subtree; each child does the same below it.  A rank
-// therefore only ever talks to its parent and its children.
+// Set-up.  Only rank 0's address is known (MASTER_ADDR:MASTER_PORT); rank 0
+// listens on the address MASTER_ADDR resolves to.  Each rank opens a
+// listener of its own, then registers with rank 0 over a short connection
+// (its rank, world size, step, its listener's address) and hangs up.  Every
+// connection between ranks, these included, starts with the handshake of
+// tcp_handshake.hh: both ends prove that they know the step's secret
+// before anything else is said, and rank 0 serves all registrations at
+// once, so a stranger can neither take a rank's place nor hold the others
+// up.  Once every rank has registered, rank 0 connects to its children and
+// hands each the addresses of its subtree; each child does the same below
+// it.  A rank therefore only ever talks to its parent and its children.
 //
 // Collectives run up the tree (gather) and down (answer); every message
 // carries the collective's number and kind, so ranks that call different
-// collectives are caught.  Waits are staggered by depth: a rank gives up on
-// its children a little before its parent would give up on it, and reports
-// the ranks that never arrived upward, so rank 0 can name them.  Any
-// failure is sent to every neighbour (who pass it on) before the rank
-// returns it, so the whole step fails with the same message instead of
-// hanging.
+// collectives are caught, and its size is checked against what the
+// collective needs from that part of the tree.  Waits are staggered by
+// depth: a rank gives up on its children a little before its parent would
+// give up on it, and reports the ranks that never arrived upward, so rank 0
+// can name them.  Any failure is sent to every neighbour (who pass it on)
+// before the rank returns it, so the whole step fails with the same message
+// instead of hanging.
 #pragma once
 
-#include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -31,17 +35,13 @@
 
 #include "net.hh"
 #include "rt.hh"
+#include "tcp_handshake.hh"
 
 namespace db::rt::tcp {
 
 using namespace net;
 
-constexpr uint32_t kProto = 1;
 enum Op : uint16_t { kBarrier = 1, kBroadcast, kAllgather };
-
-// How long rank 0 waits for one registration to say who it is: a real rank
-// sends it right after connecting; anything slower is not one.
-constexpr double kHelloWait = 2.0;
 
 inline const char *op_name(uint16_t op) {
     switch (op) {
@@ -67,6 +67,17 @@ struct Tree {
         int d = 0;
         for (; r > 0; r = parent(r)) d++;
         return d;
+    }
+    // How many ranks r's subtree holds (r included), level by level.
+    uint64_t size(int r) const {
+        uint64_t total = 0, lo = static_cast<uint64_t>(r), hi = lo, end = static_cast<uint64_t>(n);
+        while (lo < end) {
+            hi = std::min(hi, end - 1);
+            total += hi - lo + 1;
+            lo = lo * k + 1;
+            hi = hi * k + k;
+        }
+        return total;
     }
     bool below(int r, int top) const {  // r in top's subtree
         while (r > top) r = parent(r);
@@ -120,13 +131,6 @@ struct Peer {
     Link link;
 };
 
-inline uint64_t random64() {
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof v, 0) != sizeof v)
-        v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 32);
-    return v | 1;
-}
-
 inline std::string secs(double s) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g s", s);
@@ -136,11 +140,6 @@ inline std::string secs(double s) {
 inline Deadline sooner(const Deadline &a, double s) {
     Deadline b = Deadline::in(s);
     return b.at < a.at ? b : a;
-}
-
-inline bool retryable_connect(int err) {
-    return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
-           err == ECONNRESET || err == EAGAIN || err == EINTR || err == ECONNABORTED;
 }
 
 class TcpExchange final : public Exchange {
@@ -157,7 +156,8 @@ class TcpExchange final : public Exchange {
     ExchangeConfig c_;
     Tree tree_;
     double grace_ = 1;
-    uint64_t session_ = 0;
+    Credentials cred_;
+    auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is
     // destroyed, and members are destroyed in reverse order.
     long open_ = 0, peak_ = 0;
@@ -190,27 +190,31 @@ class TcpExchange final : public Exchange {
     // ---- collectives ------------------------------------------------------
     // Gather toward rank 0.  Each rank sends up [len][n][bytes]: its own
     // `mine` (n_mine bytes) followed by what its children sent for whom
-    // `carries(child)` holds, in child order.  Returns the bytes at rank 0.
+    // `carries(child)` holds, in child order: len bytes from each rank of
+    // the child's subtree when `per_rank`, else len bytes from the whole
+    // subtree.  Returns the bytes at rank 0.
     std::vector<uint8_t> gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
-                                size_t n_mine, size_t len, const std::function<bool(int)> &carries);
+                                size_t n_mine, size_t len, const std::function<bool(int)> &carries, bool per_rank);
     [[noreturn]] void report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable);
     // Rank 0's answer travels down; returns it.
     std::vector<uint8_t> down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root);
 
     // ---- set-up -------------------------------------------------------------
     std::string master() const { return c_.master_addr + ":" + std::to_string(c_.master_port); }
+    // MASTER_ADDR:MASTER_PORT as an address (getaddrinfo, bounded by d).
+    Addr resolve_master(const Deadline &d) const;
     // Rank 0 stops the set-up: every registered rank hears why, directly.
-    void abort_registered(const std::vector<Addr> &addr, const std::vector<bool> &have, distbind_status st,
+    void abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                           const std::string &msg);
-    // After a failed set-up, answer the ranks still connecting with the
+    // After a failed set-up, answer the ranks still registering with the
     // reason (instead of leaving them to time out), until each has heard
     // it or the deadline passes.
-    void turn_away(const Socket &lis, std::vector<bool> told, const Deadline &d, const std::string &why);
+    void turn_away(Door &door, std::vector<bool> told, const Deadline &d, distbind_status st, const std::string &why);
     void setup_root(const Deadline &d);
     static std::string host_name();
     void setup_child(const Deadline &d);
     // Connect to each child and hand it the addresses of its subtree.
-    void connect_children(const std::vector<std::pair<int, Addr>> &sub, const Deadline &d);
+    void connect_children(const std::vector<Member> &sub, const Deadline &d);
 };
 
 }  // namespace db::rt::tcp

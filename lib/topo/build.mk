@@ -22,9 +22,11 @@ CXXFLAGS_ALL += -Ilib/topo $(HWLOC_CFLAGS)
 $(B)/topo/pic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
+# Test builds read the test knobs (DB_TEST_KNOBS, see db_topo.h); the
+# shipped plugin never does.
 $(B)/topo/san/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -DDB_TEST_KNOBS -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
 
 # The plugin loads the topology in slurmstepd.
 PLUGIN_OBJS   += $(TOPO_PIC)
@@ -37,11 +39,23 @@ $(SPANK_PIC): lib/topo/db_topo.h
 TOPO_SANPIC := $(patsubst lib/topo/%.cc,$(B)/topo/sanpic/%.o,$(TOPO_SRC))
 $(B)/topo/sanpic/%.o: lib/topo/%.cc $(TOPO_HDR) $(CORE_HDR)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
+	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -DDB_TEST_KNOBS -fPIC -fvisibility=hidden -Ilib/core -Ilib/topo $(HWLOC_CFLAGS) -c $< -o $@
 ifneq ($(SAN_PLUGIN),)
 $(SAN_PLUGIN): $(TOPO_SANPIC)
 $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)): lib/topo/db_topo.h
 endif
+
+# The plugin as the lab's closest test runs it: the shipped objects, but
+# node.cc reads the test knobs.  Never installed.
+TEST_PLUGIN := $(B)/test/spank_dist_bind.so
+$(B)/topo/testpic/node.o: lib/topo/node.cc $(TOPO_HDR) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) -DDB_TEST_KNOBS -c $< -o $@
+TEST_PLUGIN_OBJS := $(SPANK_PIC) $(CORE_PIC) $(filter-out $(B)/topo/pic/node.o,$(TOPO_PIC)) $(B)/topo/testpic/node.o
+$(TEST_PLUGIN): $(TEST_PLUGIN_OBJS) spank/exports.map
+	@mkdir -p $(@D)
+	$(CXX) -shared -o $@ $(TEST_PLUGIN_OBJS) $(LDHARDEN) -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
+TEST_BINS += $(TEST_PLUGIN)
 
 # dist-bind-check (tools/build.mk) links the dry run, tools/check_plan.cc.
 $(TOPO_LIB): $(TOPO_PIC) $(CORE_PIC)

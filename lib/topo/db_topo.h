@@ -25,10 +25,12 @@ extern "C" {
 /* The file slurmd 22.05+ caches its whole topology in, under SlurmdSpoolDir. */
 #define DB_TOPO_CACHE_NAME "hwloc_topo_whole.xml"
 
-/* Test hook: the directory holding the NVIDIA driver's per-GPU information
- * (default /proc/driver/nvidia/gpus), read from the step's environment. */
-#define DB_TOPO_NVIDIA_ENV "DIST_BIND_NVIDIA_PROC"
+/* The NVIDIA driver's per-GPU information.  Test builds only (compiled
+ * with -DDB_TEST_KNOBS: the unit tests and the lab's test plugins) read
+ * another directory from the step's environment; the shipped plugin never
+ * looks at that variable. */
 #define DB_TOPO_NVIDIA_DIR "/proc/driver/nvidia/gpus"
+#define DB_TOPO_NVIDIA_ENV "DIST_BIND_NVIDIA_PROC"
 
 typedef struct db_topo_node_request {
     const char *const *env;  /* the step's environment at user_init (SLURM_STEP_GPUS,
@@ -38,7 +40,11 @@ typedef struct db_topo_node_request {
     uint32_t ntasks;         /* tasks of the step on this node */
     const char *step_cores;  /* S_STEP_ALLOC_CORES ("0-2,8"); NULL if Slurm did not say */
     uint32_t cpus_per_task;  /* S_STEP_CPUS_PER_TASK; 0 if unknown */
-    const char *cached_xml;  /* slurmd's cached topology; NULL or absent: discover live */
+    const char *cached_xml;  /* a cached topology (plugstack topology_cache=); NULL: discover live.
+                                Used only if it is a regular file, not a symbolic link, owned by
+                                root or by this process's real user (slurmd's) and writable by
+                                no one else; otherwise live discovery, and the source says why */
+    const char *no_cache;    /* with cached_xml NULL: why there is none (for the source), or NULL */
 } db_topo_node_request;
 
 typedef struct db_topo_node_result db_topo_node_result;
@@ -71,9 +77,12 @@ typedef struct db_topo_dry_run {
  * *out (free() it); -1 with one message on bad input. */
 int db_topo_dry_run_text(const db_topo_dry_run *a, char **out, char *err, size_t errlen);
 
-/* SlurmdSpoolDir (with %n = node name, %h = host name expanded) joined with
- * DB_TOPO_CACHE_NAME.  -1 if it does not fit. */
-int db_topo_cache_path(const char *spooldir, const char *node, const char *host, char *out, size_t outlen);
+/* The topology cache's path from the admin's template (plugstack
+ * topology_cache=): %n the node's name, %h its host name, %% a '%'.  -1 if
+ * the template is empty or has another '%' sequence, if a name it needs is
+ * not a plain host name (letters, digits, '-', '_', '.'; not "." or "..";
+ * so no name can climb out of the directory), or if it does not fit. */
+int db_topo_cache_path(const char *tmpl, const char *node, const char *host, char *out, size_t outlen);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,14 @@
 // The node's closest choice behind the C boundary: everything that can go
 // wrong becomes a fallback reason; only a NULL argument or running out of
 // memory is an error.
-#include <memory>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <new>
 
 #include "db_topo.h"
@@ -51,12 +55,71 @@ std::vector<std::string> slurm_ids(const db_topo_node_request &rq) {
     return plan;
 }
 
+std::string errno_text(int e) {
+    char buf[128];
+    return strerror_r(e, buf, sizeof buf);  // GNU: may return a static string
+}
+
+// The cache, if it is one slurmd (or root) wrote and nobody else can have
+// changed: a regular file reached without following a symbolic link, owned
+// by root or by this process's real user (slurmstepd's real uid is
+// slurmd's; its effective one is the job user's in user_init), writable by
+// its owner only.  Else "" and the reason in `why`.
+std::string read_trusted(const char *path, std::string &why) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        why = e == ENOENT ? std::string("no ") + path
+              : e == ELOOP ? std::string("cached topology ") + path + " is a symbolic link: not used"
+                           : std::string("cached topology ") + path + ": " + errno_text(e);
+        return "";
+    }
+    std::unique_ptr<int, void (*)(int *)> guard(&fd, [](int *f) { close(*f); });
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        why = std::string("cached topology ") + path + ": " + errno_text(errno);
+        return "";
+    }
+    if (!S_ISREG(st.st_mode)) {
+        why = std::string("cached topology ") + path + ": not a regular file";
+        return "";
+    }
+    if (st.st_uid != 0 && st.st_uid != getuid()) {
+        why = std::string("cached topology ") + path + " is owned by uid " + std::to_string(st.st_uid) +
+              ", not by root or slurmd's user: not used";
+        return "";
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        why = std::string("cached topology ") + path + " is writable by group or others: not used";
+        return "";
+    }
+    if (static_cast<uint64_t>(st.st_size) > Topology::kMaxXml) {
+        why = std::string("cached topology ") + path + " is larger than " + std::to_string(Topology::kMaxXml >> 20) + " MiB";
+        return "";
+    }
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+        ssize_t n = read(fd, &text[got], text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            why = std::string("cached topology ") + path + ": " + errno_text(errno);
+            return "";
+        }
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    if (text.empty()) why = std::string("cached topology unusable: ") + path + ": empty file";
+    return text;
+}
+
 Topology load(const db_topo_node_request &rq, std::string &why_live) {
     if (rq.cached_xml && *rq.cached_xml) {
-        struct stat st;
-        if (stat(rq.cached_xml, &st) == 0) {
+        std::string text = read_trusted(rq.cached_xml, why_live);
+        if (!text.empty()) {
             try {
-                Topology cached = Topology::from_xml_file(rq.cached_xml);
+                Topology cached = Topology::from_xml_text(text, rq.cached_xml);
                 // slurmd 22.05 writes its cache with hwloc's default
                 // filters, which drop every I/O object: no GPU to match.
                 if (hwloc_get_next_pcidev(cached.get(), nullptr)) return cached;
@@ -64,11 +127,23 @@ Topology load(const db_topo_node_request &rq, std::string &why_live) {
             } catch (const Error &e) {
                 why_live = std::string("cached topology unusable: ") + e.what();
             }
-        } else {
-            why_live = std::string("no ") + rq.cached_xml;
         }
+    } else if (rq.no_cache && *rq.no_cache) {
+        why_live = rq.no_cache;
     }
     return Topology::live();
+}
+
+// Where the NVIDIA driver's view is read: only test builds may point it
+// elsewhere (the step's environment is the user's).
+std::string nvidia_dir(const db_topo_node_request &rq) {
+#ifdef DB_TEST_KNOBS
+    const char *nv = env_get(rq.env, DB_TOPO_NVIDIA_ENV);
+    if (nv && *nv) return nv;
+#else
+    (void)rq;
+#endif
+    return DB_TOPO_NVIDIA_DIR;
 }
 
 void choose_node(const db_topo_node_request &rq, db_topo_node_result &r) {
@@ -88,8 +163,7 @@ void choose_node(const db_topo_node_request &rq, db_topo_node_result &r) {
     r.source = t.source() == "live discovery" ? "topology by live discovery" : "topology from " + t.source();
     if (!why_live.empty()) r.source += " (" + why_live + ")";
 
-    const char *nv = env_get(rq.env, DB_TOPO_NVIDIA_ENV);
-    const Matched m = match_gpus(t, ids, read_nvidia(nv && *nv ? nv : DB_TOPO_NVIDIA_DIR));
+    const Matched m = match_gpus(t, ids, read_nvidia(nvidia_dir(rq)));
     const std::vector<Bitmap> cpus = model_task_cpus(t, cores, rq.ntasks, rq.cpus_per_task, dist);
     const std::vector<Choice> choice = choose(t, m.pci, cpus, k);
     r.source += ", " + m.how + ", task CPUs " + dist_name(dist) + " over cores " + rq.step_cores;
@@ -151,22 +225,37 @@ double db_topo_node_load_ms(const db_topo_node_result *r) { return r ? r->load_m
 
 void db_topo_node_result_free(db_topo_node_result *r) { delete r; }
 
-int db_topo_cache_path(const char *spooldir, const char *node, const char *host, char *out, size_t outlen) {
-    if (!spooldir || !*spooldir || !out || outlen == 0) return -1;
+namespace {
+// A name that cannot take a path anywhere: what Slurm allows in a node name.
+bool plain_name(const char *s) {
+    if (!s || !*s || std::strlen(s) > 255 || !std::strcmp(s, ".") || !std::strcmp(s, "..")) return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_' || *p == '.'))
+            return false;
+    return true;
+}
+}  // namespace
+
+int db_topo_cache_path(const char *tmpl, const char *node, const char *host, char *out, size_t outlen) {
+    if (!tmpl || !*tmpl || !out || outlen == 0) return -1;
     try {
         std::string s;
-        for (const char *p = spooldir; *p; p++) {
-            if (p[0] == '%' && p[1] == 'n') {
-                s += node ? node : "";
-                p++;
-            } else if (p[0] == '%' && p[1] == 'h') {
-                s += host ? host : "";
-                p++;
-            } else {
+        for (const char *p = tmpl; *p; p++) {
+            if (*p != '%') {
                 s += *p;
+                continue;
             }
+            const char *name = p[1] == 'n' ? node : p[1] == 'h' ? host : nullptr;
+            if (p[1] == '%') {
+                s += '%';
+            } else if (!name || !plain_name(name)) {
+                return -1;
+            } else {
+                s += name;
+            }
+            p++;
         }
-        s += "/" DB_TOPO_CACHE_NAME;
         if (s.size() >= outlen) return -1;
         db::copy_out(s, out, outlen);
         return 0;

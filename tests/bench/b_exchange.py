@@ -1,13 +1,22 @@
 #!/usr/bin/python3
-"""The TCP exchange at 64, 128 and 256 local ranks: the tree (fan-out 8)
-against a star (every rank a child of rank 0), side by side in one run.
+"""The TCP exchange at 64, 128 and 256 local ranks, side by side in one run:
 
-Per configuration: the median over 40 rounds of one 128-byte id broadcast
-from rank 0 plus a barrier (timed at rank 0), the median set-up time
-(distbind_init at rank 0), and the most connections rank 0 held at once.
-Each configuration runs 3 times, alternating tree and star; the medians of
-those are shown.  Absolute times depend on the machine and its load; the
-ratio is the figure to look at."""
+1. the tree (fan-out 8) against a star (every rank a child of rank 0): the
+   median over 40 rounds of one 128-byte id broadcast from rank 0 plus a
+   barrier (timed at rank 0), the median set-up time (distbind_init at rank
+   0) and the most connections rank 0 held at once; each configuration 3
+   times, alternating tree and star;
+2. at 256 ranks, the set-up with the step's secret (every connection
+   proved both ways) against the same set-up without it
+   (DIST_BIND_TCP_INSECURE=1, the unauthenticated protocol as it was): 25
+   pairs of runs, each pair back to back; the median of the pairs' ratios
+   (goal <= 1.10), which the load of a shared machine moves least, and the
+   medians of each side.
+
+Every rank starts its set-up at the same moment (the workers wait on a
+pipe until all run), so set-up times are the set-up, not process start-up.
+Absolute times depend on the machine and its load; the ratios are the
+figures to look at."""
 import os
 import statistics
 import sys
@@ -22,8 +31,11 @@ if not os.path.exists(WORKER):
     sys.exit(1)
 
 
-def one(world, fanout):
-    res = run_ranks(world, ["bench", str(ITERS)], env={"DIST_BIND_TCP_FANOUT": str(fanout), "DIST_BIND_TIMEOUT": "120"})
+def one(world, fanout, insecure=False, iters=ITERS):
+    env = {"DIST_BIND_TCP_FANOUT": str(fanout), "DIST_BIND_TIMEOUT": "120"}
+    if insecure:
+        env.update({"DIST_BIND_TCP_INSECURE": "1", "DIST_BIND_SECRET": None})
+    res = run_ranks(world, ["bench", str(iters)], env=env, gate=True)
     bad = [r for r, x in res.items() if x.rc != 0]
     if bad:
         raise SystemExit("b_exchange: %d ranks, fan-out %d failed: %r" % (world, fanout, res[bad[0]]))
@@ -52,3 +64,21 @@ for world in (64, 128, 256):
 w, t, s = rows[-1]
 print("at %d ranks the tree takes %.2fx the star's time per id+barrier; rank 0 holds %d connections (fan-out %d) "
       "instead of %d" % (w, t[0] / s[0], t[2], FANOUT, s[2]))
+
+AUTH_RUNS, GOAL = 25, 1.10
+auth, plain = [], []
+for i in range(AUTH_RUNS):
+    # Alternate which goes first, so neither always runs after the other.
+    if i % 2:
+        plain.append(one(256, FANOUT, insecure=True, iters=3)[1])
+        auth.append(one(256, FANOUT, iters=3)[1])
+    else:
+        auth.append(one(256, FANOUT, iters=3)[1])
+        plain.append(one(256, FANOUT, insecure=True, iters=3)[1])
+a, p = statistics.median(auth), statistics.median(plain)
+paired = statistics.median(x / y for x, y in zip(auth, plain))
+print()
+print("set-up at 256 ranks, %d pairs | with the step's secret | without (DIST_BIND_TCP_INSECURE=1) | ratio, pairs' median"
+      % AUTH_RUNS)
+print("%29s | %16.1f ms median | %28.1f ms median | %.3f (medians' ratio %.3f)" % ("", a / 1e3, p / 1e3, paired, a / p))
+print("authenticated set-up / unauthenticated: %.3f (goal <= %.2f: %s)" % (paired, GOAL, "met" if paired <= GOAL else "NOT met"))

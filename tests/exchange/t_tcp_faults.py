@@ -65,17 +65,33 @@ def faults(t, worker, tag):
     all_status(t, res, "DISTBIND_ERR_PEER", what)
     all_say(t, res, "rank 2 registered twice", what)
 
-    # A rank of another step hits this step's rank 0.
+    # A rank of another step hits this step's rank 0.  Its secret is that
+    # step's: it cannot prove itself, so it changes nothing here (rank 0
+    # drops it and says so when its own rank 3 never comes), and it hears
+    # nothing from this step's rank 0 but learns it is not its own.
+    port = free_port()
+    res = run(5, ["roundtrip"], env=fast, port=port,
+              per_rank=lambda r: {"DIST_BIND_STEP_KEY": "other.1", "DIST_BIND_SECRET": "ab" * 32} if r == 3 else None)
+    what = tag + "rank 3 belongs to another step"
+    t.eq(res[3].status, "DISTBIND_ERR_TIMEOUT", what + ": the stray rank gives up")
+    t.ok("did not authenticate as this step's rank 0" in res[3].msg and "port %d" % port in res[3].msg,
+         what + ": and says the port's owner did not authenticate: %s" % res[3].msg)
+    rest = {r: x for r, x in res.items() if r != 3}
+    all_status(t, rest, "DISTBIND_ERR_TIMEOUT", what + " (the step's own rank 3 is missing)")
+    all_say(t, rest, "rank 3 did not reach rank 0", what)
+    all_say(t, rest, "did not prove they know this step's secret were dropped", what)
+    t.ok(not any("other.1" in x.msg or "test.%d" % port in x.msg for x in res.values()),
+         what + ": no step's key is shown to the other")
+
+    # Two steps that share a secret (a user's own DIST_BIND_SECRET) and a
+    # port: the stray rank proves itself, so its step is checked, and named.
     port = free_port()
     res = run(5, ["roundtrip"], env=fast, port=port,
               per_rank=lambda r: {"DIST_BIND_STEP_KEY": "other.1"} if r == 3 else None)
-    what = tag + "rank 3 belongs to another step"
-    t.eq(res[3].status, "DISTBIND_ERR_PEER", what + ": the stray rank is turned away")
-    t.ok("belongs to step 'test.%d', but this rank is in step 'other.1'" % port in res[3].msg,
-         what + ": and told why: %s" % res[3].msg)
-    rest = {r: x for r, x in res.items() if r != 3}
-    all_status(t, rest, "DISTBIND_ERR_TIMEOUT", what + " (the step's own rank 3 is missing)")
-    all_say(t, rest, "connection(s) from another step ('other.1') were turned away", what)
+    what = tag + "rank 3 of another step with the same secret"
+    all_status(t, res, "DISTBIND_ERR_PEER", what)
+    all_say(t, res, "rank 3 (", what)
+    all_say(t, res, "is in step 'other.1' but rank 0 in step 'test.%d'" % port, what)
 
     # MASTER_PORT is busy with something that is not a dist-bind rank 0.
     port = free_port()
@@ -89,10 +105,11 @@ def faults(t, worker, tag):
         squatter.close()
     what = tag + "MASTER_PORT held by another program"
     t.eq(res[0].status, "DISTBIND_ERR_SYSTEM", what + ": rank 0 cannot listen")
-    t.ok("cannot listen on MASTER_PORT=%d: the port is already in use" % port in res[0].msg, what + ": %s" % res[0].msg)
+    t.ok("cannot listen on 127.0.0.1:%d (MASTER_ADDR=127.0.0.1, MASTER_PORT=%d): the port is already in use" % (port, port)
+         in res[0].msg, what + ": %s" % res[0].msg)
     rest = {r: x for r, x in res.items() if r != 0}
     all_status(t, rest, "DISTBIND_ERR_TIMEOUT", what + ": the others")
-    all_say(t, rest, "another program may be listening on MASTER_PORT", what)
+    all_say(t, rest, "the process listening on port %d did not authenticate as this step's rank 0" % port, what)
 
     # Ranks that pass different sizes to one allgather.
     res = run(5, ["badlen"], env=fast)
@@ -128,16 +145,24 @@ def huge_hello(t):
         t.ok(rogue is not None, "huge Hello: connected to rank 0's MASTER_PORT")
         if rogue is None:
             return
-        # magic "DBX1", type 1 (Hello), op 0, seq 0, body length 1 GiB; no body.
-        rogue.sendall(struct.pack("<IHHII", 0x31584244, 1, 0, 0, 1 << 30))
+        # magic "DBX2", type 1 (Hello), op 0, seq 0, body length 1 GiB; no body.
+        rogue.sendall(struct.pack("<IHHII", 0x32584244, 1, 0, 0, 1 << 30))
         rogue.settimeout(30)
+        got, gone = b"", False
         try:
-            gone = rogue.recv(1) == b""  # rank 0 hangs up on it
+            while True:  # rank 0's challenge, then it hangs up
+                chunk = rogue.recv(4096)
+                if not chunk:
+                    gone = True
+                    break
+                got += chunk
         except ConnectionResetError:
             gone = True
         except socket.timeout:
-            gone = False
+            pass
         t.ok(gone, "huge Hello: rank 0 hangs up on the connection")
+        t.ok(len(got) == 16 + 32 and struct.unpack_from("<IH", got)[1] == 2,
+             "huge Hello: all it got was rank 0's challenge (%d bytes)" % len(got))
         res = run_ranks(world, ["roundtrip"], skip={0}, port=port, env={"DIST_BIND_TIMEOUT": "20"})
         out, err = root.communicate(timeout=60)
         res[0] = Result(root.returncode, out, err)

@@ -19,6 +19,7 @@ for world, fanout in ((64, 8), (256, 8), (256, 16), (64, 2), (12, 1)):
     t.eq({x.field("world") for x in res.values()}, {str(world)}, what + ": world size")
     t.eq({x.field("bootstrap") for x in res.values()}, {"tcp"}, what + ": bootstrap")
     t.eq({x.field("source") for x in res.values()}, {"env"}, what + ": place read from RANK/WORLD_SIZE")
+    t.eq({x.field("secret_env") for x in res.values()}, {"0"}, what + ": DIST_BIND_SECRET taken out of the environment")
     peaks = {r: int(x.field("peak") or -1) for r, x in res.items()}
     # Rank 0: its children, or the one registration it is serving.
     t.ok(1 <= peaks[0] <= fanout, what + ": rank 0 held at most %d connections at once (held %d)" % (fanout, peaks[0]))

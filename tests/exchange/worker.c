@@ -17,10 +17,15 @@
  *                               second init went
  *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
  *
+ * With XCHG_START_FD=N every rank waits for end-of-file on fd N before
+ * distbind_init (the launcher closes it once all run), so rank 0's init_us
+ * is the whole set-up.
+ *
  * Prints one line on stdout: "OK rank=R world=W bootstrap=B source=S
- * peak=N", "BENCH ..." (rank 0 of bench), or "ERR <STATUS> <message>"
- * (exit 1).
+ * peak=N init_us=T secret_env=0|1", "BENCH ..." (rank 0 of bench), or
+ * "ERR <STATUS> <message>" (exit 1).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +139,17 @@ static void bench(int iters) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "roundtrip";
+    /* Benchmarks start every rank's set-up at one moment: when the pipe
+     * XCHG_START_FD reaches end-of-file (its writer closes it once every
+     * rank runs), so init_us is the set-up itself, not process start-up. */
+    const char *gate = getenv("XCHG_START_FD");
+    if (gate) {
+        char c;
+        int fd = atoi(gate);
+        while (read(fd, &c, 1) > 0 || errno == EINTR) {
+        }
+        close(fd);
+    }
     double t0 = now_us();
     distbind_status st = distbind_init(&db);
     if (st != DISTBIND_OK) die(st, "init");
@@ -203,8 +219,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench ITERS\n");
         return 2;
     }
-    printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f\n", rank, distbind_world_size(db),
-           distbind_bootstrap(db), distbind_source(db), distbind_peak_connections(db), init_us);
+    /* secret_env: whether DIST_BIND_SECRET is still in this process's environment. */
+    printf("OK rank=%d world=%d bootstrap=%s source=%s peak=%ld init_us=%.0f secret_env=%d\n", rank,
+           distbind_world_size(db), distbind_bootstrap(db), distbind_source(db), distbind_peak_connections(db), init_us,
+           getenv("DIST_BIND_SECRET") != NULL);
     distbind_destroy(db);
     return 0;
 }

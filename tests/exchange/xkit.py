@@ -9,6 +9,7 @@ Each Result has .rc, .out (its stdout line), .err (stderr) and .status
 they outlive the test's bound, killed by pid.
 """
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -27,12 +28,21 @@ def need_worker(path=WORKER):
 
 
 def free_port():
-    """A port nothing listens on right now (the kernel's pick)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port nothing listens on right now, below the kernel's ephemeral
+    range: the ranks' own listeners take ephemeral ports, and one of those
+    must not land on MASTER_PORT before rank 0 binds it (as a hashed or
+    reserved MASTER_PORT never does on a cluster)."""
+    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    while True:
+        port = random.randrange(10000, max(10001, lo))
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
 
 
 class Result:
@@ -53,31 +63,48 @@ class Result:
         return "rc=%d %r" % (self.rc, self.out[:300])
 
 
+# The step's secret, as srun --dist-bind would draw it (one per test run;
+# the port and step key tell runs apart).
+SECRET = os.urandom(32).hex()
+
+
 def rank_env(rank, world, port, extra=None):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
            "LOCAL_WORLD_SIZE": str(world), "NODE_RANK": "0",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "DIST_BIND_TIMEOUT": "20", "DIST_BIND_STEP_KEY": "test.%d" % port}
+           "DIST_BIND_TIMEOUT": "20", "DIST_BIND_STEP_KEY": "test.%d" % port,
+           "DIST_BIND_SECRET": SECRET}
     if extra:
         env.update(extra)
-    return env
+    return {k: v for k, v in env.items() if v is not None}  # None: unset
 
 
-def run_ranks(world, args, skip=(), env=None, per_rank=None, worker=WORKER, port=None, bound=120):
+def run_ranks(world, args, skip=(), env=None, per_rank=None, worker=WORKER, port=None, bound=120, gate=False):
     """Start ranks 0..world-1 (but those in skip), wait for all, return
     {rank: Result}.  env: extra variables for every rank; per_rank(rank) ->
-    extra variables for one rank (applied last)."""
+    extra variables for one rank (applied last); a value None unsets one.
+    gate: every rank waits until all are started (XCHG_START_FD), so they
+    begin their set-up together."""
     port = port or free_port()
     procs = {}
+    fds = ()
+    if gate:
+        rfd, wfd = os.pipe()
+        fds = (rfd,)
+        env = dict(env or {}, XCHG_START_FD=str(rfd))
     for r in range(world):
         if r in skip:
             continue
         e = rank_env(r, world, port, env)
         if per_rank:
             e.update(per_rank(r) or {})
+            e = {k: v for k, v in e.items() if v is not None}
         procs[r] = subprocess.Popen([worker] + list(args), env=e, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+                                    stderr=subprocess.PIPE, text=True, pass_fds=fds)
+    if gate:
+        os.close(rfd)
+        os.close(wfd)  # every rank reads end-of-file at once
     res = {}
     end = time.monotonic() + bound
     for r, p in procs.items():

@@ -38,13 +38,18 @@ load_gpu_buses() {
 # "00000000:3B:00.0" (nvidia-smi) and "0000:3b:00.0" (CUDA) alike.
 norm_bus() { tr 'A-Z' 'a-z' | sed -E 's/^0*([0-9a-f]{4}:)/\1/'; }
 
+# The step's secret every rank of a TCP step must share (srun --dist-bind
+# draws one; here each step of ranks gets its own).
+new_secret() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
+
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Run a program as rank 0 of a world of 1 with extra VAR=VALUE settings:
 # one_rank [env VAR=VALUE ...] program
 one_rank() {
     env -u SLURM_PROCID -u PMIX_NAMESPACE -u PMI_FD RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 NODE_RANK=0 \
-        MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=60 "$@"
+        MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=60 \
+        DIST_BIND_SECRET="$(new_secret)" "$@"
 }
 
 # ranks N [VAR=VALUE ...] -- program args: N ranks of one step on this
@@ -59,13 +64,14 @@ ranks() {
     shift
     port=$(free_port)
     dir=$(mktemp -d)
+    local secret; secret=$(new_secret)
     local pids=()
     for ((r = 0; r < n; r++)); do
         local extra=()
         if declare -p "RANK_ENV_$r" >/dev/null 2>&1; then eval "extra=(\"\${RANK_ENV_$r[@]}\")"; fi
         env -u SLURM_PROCID -u PMIX_NAMESPACE -u PMI_FD RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
             NODE_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=30 \
-            "${common[@]}" "${extra[@]}" timeout -k 5 "${LIMIT:-60}" "$@" >"$dir/$r.out" 2>&1 &
+            DIST_BIND_SECRET="$secret" "${common[@]}" "${extra[@]}" timeout -k 5 "${LIMIT:-60}" "$@" >"$dir/$r.out" 2>&1 &
         pids[r]=$!
     done
     OUT=() RC=()

@@ -15,10 +15,11 @@ host=$(hostname)
 two_ranks() {
     local port; port=$(free_port)
     local dir; dir=$(mktemp -d)
+    local secret; secret=$(new_secret)
     for r in 0 1; do
         env -u SLURM_PROCID -u PMIX_NAMESPACE -u PMI_FD RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 NODE_RANK=0 \
             MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DIST_BIND_BOOTSTRAP=tcp DIST_BIND_TIMEOUT=60 \
-            CUDA_VISIBLE_DEVICES=0 DIST_BIND_DEVICE=0 "$@" >"$dir/$r.out" 2>&1 &
+            DIST_BIND_SECRET="$secret" CUDA_VISIBLE_DEVICES=0 DIST_BIND_DEVICE=0 "$@" >"$dir/$r.out" 2>&1 &
         pids[$r]=$!
     done
     rcs=""

@@ -2,7 +2,8 @@
 """dist-bind-check on the lab: the seed layout (srun -N2 -n5
 --gpus-per-task=1 --dist-bind) under --mpi=pmix, pmi2 and none prints the
 right table and passes; the same job without --dist-bind, and a layout
-where ranks share a GPU, are flagged and fail."""
+where ranks share a GPU, are flagged and fail; an exchange run without
+authentication (DIST_BIND_TCP_INSECURE=1) is flagged."""
 # lab-configs: plain cgroup
 import os
 import sys
@@ -37,9 +38,13 @@ with Lab() as lab:
         t.eq(r.stdout.count("dist-bind-check: all checks passed"), 1, what + "only rank 0 prints")
 
     # Without --dist-bind each task sees only its own GPU as device 0, so
-    # device SLURM_LOCALID does not exist for ranks 1, 2 and 4.
+    # device SLURM_LOCALID does not exist for ranks 1, 2 and 4.  Without the
+    # plugin there is no step secret: the exchange runs with the opt-out,
+    # which the tool flags.
     r = lab.srun(SEED + " --mpi=none", [CHECK], env={"MASTER_PORT": "29777", "MASTER_ADDR": "node1",
-                                                      "DIST_BIND_TIMEOUT": "30"})
+                                                      "DIST_BIND_TIMEOUT": "30", "DIST_BIND_TCP_INSECURE": "1"})
+    t.ok("WARNING: DIST_BIND_TCP_INSECURE=1: the exchange ran without authentication" in r.stdout,
+         "the unauthenticated exchange is flagged")
     rows = check_rows(r.stdout)
     t.eq({k: v["flags"] for k, v in rows.items()},
          {0: "ok", 1: "NO-SUCH-DEVICE", 2: "NO-SUCH-DEVICE", 3: "ok", 4: "NO-SUCH-DEVICE"},

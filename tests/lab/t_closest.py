@@ -8,7 +8,7 @@
    found).
 2. With a real machine's topology in the spool (the DGX-2 export, copied
    over slurmd's cache after it started) and a fake NVIDIA driver view
-   (DIST_BIND_NVIDIA_PROC), the tasks get the GPUs worked out by hand, the
+   (DIST_BIND_NVIDIA_PROC, read by test builds only), the tasks get the GPUs worked out by hand, the
    rank promise holds for them, and DIST_BIND_NUMA says where each sits; a
    DIST_BIND_NUMA the user exported wins.
 """
@@ -17,6 +17,10 @@ import os
 import shutil
 import sys
 
+# The fake driver view needs the test build of the plugin (the shipped one
+# never reads DIST_BIND_NVIDIA_PROC).
+os.environ.setdefault("DIST_BIND_PLUGIN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                       "build", "test", "spank_dist_bind.so"))
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, check_mapping, bound_own, parse_probe, ROOT
 
@@ -35,6 +39,8 @@ DGX2 = os.path.join(ROOT, "tests", "topology", "xml", "nvidiaDGX2.xml")
 
 def scenario(t, lab):
     """The checks in the module docstring, on a running lab (plain or sanitized)."""
+    # slurmd caches its topology in its spool directory, one per node here.
+    lab.plugstack("topology_cache=%s/%%n/spool/hwloc_topo_whole.xml" % lab.dir)
     probe = os.path.join(lab.dir, "closest-probe.sh")
     with open(probe, "w") as f:
         f.write(PROBE)
@@ -130,6 +136,23 @@ def scenario(t, lab):
         t.ok("cached topology unusable: %s: not an hwloc XML topology" % spool in r.stderr,
              "verbose names the broken cache: %s" % [l for l in r.stderr.splitlines() if "closest" in l][:1])
     check_mapping(t, base, lab.table(job + " --dist-bind=closest"), "closest", bound_own(base))
+
+    # A cache someone other than root could have put or changed there is
+    # not read (the DGX-2 export would otherwise decide): a symbolic link,
+    # then a group-writable file.  Live discovery, and verbose says why.
+    os.unlink(spool)
+    os.symlink(DGX2, spool)
+    rows, r = table(job + " --dist-bind=closest,verbose", env=env)
+    t.eq(len(rows), 3, "symbolic link as cache: the job runs")
+    t.ok("cached topology %s is a symbolic link: not used" % spool in r.stderr, "verbose: the link is not followed")
+    t.eq([rows[k].get("DIST_BIND_NUMA") for k in sorted(rows)], [None, None, None], "... and the DGX-2 did not decide")
+    os.unlink(spool)
+    shutil.copy(DGX2, spool)
+    os.chmod(spool, 0o664)
+    rows, r = table(job + " --dist-bind=closest,verbose", env=env)
+    t.ok("cached topology %s is writable by group or others: not used" % spool in r.stderr,
+         "verbose: a group-writable cache is not read")
+    t.eq([rows[k].get("DIST_BIND_NUMA") for k in sorted(rows)], [None, None, None], "... and did not decide")
 
 
 if __name__ == "__main__":

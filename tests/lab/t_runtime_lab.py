@@ -43,6 +43,29 @@ with Lab() as lab, Installed() as inst:
         t.ok("rank 3 runs on node2" in r.stdout and "rank 0 runs on node1" in r.stdout, what + "example: hosts gathered")
         t.ok("no GPU: dist-bind: rank 0:" in r.stdout, what + "example: says there is no GPU")
 
+    # The step's secret: srun draws one per step, every task of the step
+    # gets it, and libdistbind takes it out of the program's environment.
+    def secrets():
+        r = lab.srun(SEED + " --dist-bind --mpi=none", ["sh", "-c", 'echo "SECRET $SLURM_PROCID ${DIST_BIND_SECRET-unset}"'])
+        return {int(l.split()[1]): l.split()[2] for l in r.stdout.splitlines() if l.startswith("SECRET ")}
+    first, second = secrets(), secrets()
+    t.eq(sorted(first), [0, 1, 2, 3, 4], "every task of the step has DIST_BIND_SECRET")
+    t.ok(len(set(first.values())) == 1 and all(len(v) == 64 and int(v, 16) >= 0 for v in first.values()),
+         "one secret, 64 hex digits, for the whole step")
+    t.ok(set(first.values()).isdisjoint(second.values()), "the next step gets another")
+    r = lab.srun(SEED + " --dist-bind --mpi=none", [WORKER, "roundtrip"])
+    t.eq({x.get("secret_env") for x in results(r.stdout).values()}, {"0"},
+         "libdistbind took DIST_BIND_SECRET out of the program's environment")
+    # Without it the TCP bootstrap says what to do; the opt-out runs without.
+    r = lab.srun(SEED + " --dist-bind --mpi=none", ["env", "-u", "DIST_BIND_SECRET", WORKER, "roundtrip"])
+    errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
+    t.ok(len(errs) == 5 and all("DISTBIND_ERR_ENV" in l and "DIST_BIND_SECRET is not set" in l for l in errs),
+         "TCP without the secret: a clear error on every rank (%s)" % errs[:1])
+    r = lab.srun(SEED + " --dist-bind --mpi=none", ["env", "-u", "DIST_BIND_SECRET", "DIST_BIND_TCP_INSECURE=1",
+                                                    WORKER, "roundtrip"])
+    t.eq(sorted(results(r.stdout)), [0, 1, 2, 3, 4], "DIST_BIND_TCP_INSECURE=1: the exchange runs unauthenticated")
+    t.ok("warning: DIST_BIND_TCP_INSECURE=1" in r.stderr, "... and rank 0 warns about it")
+
     # The override wins over the automatic choice.
     r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "tcp"})
     t.eq({x["bootstrap"] for x in results(r.stdout).values()}, {"tcp"}, "DIST_BIND_BOOTSTRAP=tcp under --mpi=pmix")

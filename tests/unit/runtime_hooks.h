@@ -56,6 +56,13 @@ int db_rt_test_peer_nccl(int n, const int *statuses, const char *unterminated, c
 int db_rt_test_bringup_traffic(int world, int per_root, long *probe_bytes, int *probe_collectives,
                                long *nccl_bytes, int *nccl_collectives);
 
+/* A child's Up message (body bytes) in a gather that needs `expected`
+ * bytes from its subtree: 1 when taken, 0 when refused, with why in out. */
+int db_rt_test_up(const unsigned char *body, size_t n, unsigned long long expected, char *out, size_t len);
+/* A Missing message (body bytes) in a world of `world`: how many ranks it
+ * names, or -1 when refused. */
+int db_rt_test_missing(const unsigned char *body, size_t n, int world);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@ bad=$(echo "$exports" | grep -v -E '^(plugin_(name|type|version)|slurm_spank_[a-
 if [ -n "$bad" ]; then echo "FAIL: unexpected exports: $bad"; exit 1; fi
 for want in plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt \
             slurm_spank_local_user_init slurm_spank_user_init slurm_spank_task_init slurm_spank_exit; do
-    echo "$exports" | grep -qx "$want" || { echo "FAIL: $want not exported"; exit 1; }
+    grep -qx "$want" <<<"$exports" || { echo "FAIL: $want not exported"; exit 1; }
 done
 name=$(strings -a "$so" | grep -x dist_bind | head -1)
 [ "$name" = dist_bind ] || { echo "FAIL: plugin_name is not dist_bind"; exit 1; }

@@ -5,6 +5,10 @@
 #include "db_core.h"
 #include "unit.h"
 
+/* A parser that allocates for what a short string claims shows up as an
+ * error here, not as a slow success. */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=16"; }
+
 struct opt_row {
     const char *value;
     int mode, verbose, share;
@@ -76,7 +80,7 @@ static const struct conf_row conf_rows[] = {
     {"master_addr=addr", DB_MODE_OFF, 20000, 29999, DB_ADDR_NODEADDR, "", NULL},
     {"master_addr=name default=off", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
     {"ports=1-1", DB_MODE_OFF, 1, 1, DB_ADDR_NAME, "", NULL},
-    {"foo=1", 0, 0, 0, 0, NULL, "unknown key \"foo\"&valid keys: default, ports, master_addr"},
+    {"foo=1", 0, 0, 0, 0, NULL, "unknown key \"foo\"&valid keys: default, ports, master_addr, topology_cache"},
     {"default=rank bar=2", 0, 0, 0, 0, NULL, "unknown key \"bar\""},
     {"noequals", 0, 0, 0, 0, NULL, "\"noequals\": expected key=value"},
     {"=rank", 0, 0, 0, 0, NULL, "expected key=value"},
@@ -92,7 +96,29 @@ static const struct conf_row conf_rows[] = {
     {"master_addr=ip", 0, 0, 0, 0, NULL, "master_addr=\"ip\"&expected name, addr or suffix:S"},
     {"master_addr=suffix:", 0, 0, 0, 0, NULL, "master_addr=\"suffix:\"&suffix"},
     {"master_addr=suffix:a/b", 0, 0, 0, 0, NULL, "master_addr=\"suffix:a/b\""},
+    {"topology_cache=relative/x.xml", 0, 0, 0, 0, NULL, "topology_cache=\"relative/x.xml\"&absolute path"},
+    {"topology_cache=/s/%u.xml", 0, 0, 0, 0, NULL, "topology_cache=\"/s/%u.xml\"&%n (node name)"},
+    {"topology_cache=/s/100%", 0, 0, 0, 0, NULL, "topology_cache=\"/s/100%\""},
+    {"topology_cache=", 0, 0, 0, 0, NULL, "topology_cache=\"\"&expected none"},
+    {"topology_cache=none topology_cache=/x", 0, 0, 0, 0, NULL, "key \"topology_cache\" given twice"},
 };
+
+/* topology_cache=: the default, none, and a template kept as written. */
+START_TEST(topology_cache_key) {
+    char err[DB_ERRLEN] = "", **argv = NULL;
+    db_config c;
+    ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
+    ck_assert_str_eq(c.topology_cache, "/var/spool/slurmd/hwloc_topo_whole.xml");
+    int argc = make_argv("topology_cache=none", &argv);
+    ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(c.topology_cache, "");
+    free_env(argv);
+    argc = make_argv("topology_cache=/lab/%n/spool/%%h_%h.xml", &argv);
+    ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(c.topology_cache, "/lab/%n/spool/%%h_%h.xml");
+    free_env(argv);
+}
+END_TEST
 
 START_TEST(config_row) {
     const struct conf_row *r = &conf_rows[_i];
@@ -145,6 +171,8 @@ static const struct host_row host_rows[] = {
     {"a,,b", 0, NULL, "empty host name"},
     {"n[1-2[3]]", 0, NULL, "nested"},
     {"n[0-99999999]m[0-99999999]", 0, NULL, "too many hosts"},
+    /* Refused whatever the index: the whole list is counted first. */
+    {"a,n[0-99999999]m[0-99999999]", 0, NULL, "too many hosts"},
     {"node 1", 0, NULL, "whitespace"},
 };
 
@@ -159,6 +187,43 @@ START_TEST(hostlist_row) {
         ck_assert_msg(rc == 0, "\"%s\"[%zu]: %s", r->list, r->index, err);
         ck_assert_str_eq(out, r->want);
     }
+}
+END_TEST
+
+/* Finding 10: a term's host count is the product of its groups' sizes.
+ * 2^24 hosts in one group times 2^40 in the next (4096 ranges of 2^28: a
+ * 49 KB list) wrapped to 2^64 = 0, and the list was taken as a small one. */
+START_TEST(hostlist_product_wrap) {
+    const char *range = "0-268435455,";
+    size_t n = 4096, len = strlen("a[0-16777215]b[") + n * strlen(range) + 2;
+    char *list = malloc(len), out[64] = "", err[DB_ERRLEN] = "";
+    strcpy(list, "a[0-16777215]b[");
+    for (size_t i = 0; i < n; i++) strcat(list, range);
+    list[strlen(list) - 1] = ']';
+    ck_assert_msg(db_hostlist_nth(list, 0, out, sizeof out, err, sizeof err) != 0, "accepted, host 0 is %s", out);
+    assert_contains_all("2^64 hosts", err, "too many hosts");
+    /* One short of the limit in one group, times 2: refused too. */
+    ck_assert(db_hostlist_nth("a[0-16777215]b[1-2]", 0, out, sizeof out, err, sizeof err) != 0);
+    assert_contains_all("2^25 hosts", err, "too many hosts");
+    ck_assert(db_hostlist_nth("a[0-4095]b[0-4095]", 16777215, out, sizeof out, err, sizeof err) == 0);
+    ck_assert_str_eq(out, "a4095b4095");
+    free(list);
+}
+END_TEST
+
+/* Finding 10: "1(x16777215)" is 12 bytes naming 16 million nodes; the node
+ * plan refuses it against the step's node count before expanding it. */
+START_TEST(tasks_per_node_cap) {
+    char err[DB_ERRLEN] = "", **env = make_env("SLURM_STEP_TASKS_PER_NODE=1(x16777215)|SLURM_STEP_NODELIST=n[1-2]");
+    db_config c;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env};
+    db_node_plan *np = NULL;
+    ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
+    ck_assert_msg(db_node_plan_new(&c, &eff, &in, &np, err, sizeof err) != 0, "accepted");
+    assert_contains_all("1(x16777215)", err, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 2 nodes&step has 2");
+    db_node_plan_free(np);
+    free_env(env);
 }
 END_TEST
 
@@ -260,6 +325,9 @@ int main(void) {
     tcase_add_loop_test(tc, option_row, 0, (int)(sizeof opt_rows / sizeof opt_rows[0]));
     tcase_add_loop_test(tc, config_row, 0, (int)(sizeof conf_rows / sizeof conf_rows[0]));
     tcase_add_loop_test(tc, hostlist_row, 0, (int)(sizeof host_rows / sizeof host_rows[0]));
+    tcase_add_test(tc, topology_cache_key);
+    tcase_add_test(tc, hostlist_product_wrap);
+    tcase_add_test(tc, tasks_per_node_cap);
     tcase_add_test(tc, master_addr_formats);
     tcase_add_test(tc, srun_lookup_needed);
     tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));

@@ -7,7 +7,12 @@
 #include "runtime_hooks.h"
 #include "unit.h"
 
+/* A parser that allocates for what a short string claims shows up as an
+ * error here, not as a slow success. */
+const char *__asan_default_options(void) { return "allocator_may_return_null=1:max_allocation_size_mb=16"; }
+
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
+#define SECRET "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
 struct place_row {
@@ -72,6 +77,11 @@ static const struct place_row place_rows[] = {
      0, 0, 0, NULL, "SLURM_LOCALID is not set"},
     {"SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "SLURM_STEP_TASKS_PER_NODE is not set"},
+    /* Finding 10: 12 bytes naming 16 million nodes, refused before expanding. */
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x16777215)",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 5 nodes"},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x5),1",
+     DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "more than 5 nodes (SLURM_STEP_NUM_TASKS=5 tasks)"},
     {"HOME=/root", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "cannot tell this task's rank&RANK&SLURM_PROCID&PMIX_NAMESPACE"},
 
     /* Settings. */
@@ -88,6 +98,12 @@ static const struct place_row place_rows[] = {
     {PLUGIN "|MASTER_ADDR=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "MASTER_ADDR=\"\""},
     {PLUGIN "|DIST_BIND_DEBUG=yes", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEBUG=\"yes\"&0 or 1"},
     {PLUGIN "|DIST_BIND_STEP_KEY=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_STEP_KEY=\"\""},
+    {PLUGIN "|DIST_BIND_SECRET=" SECRET, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    {PLUGIN "|DIST_BIND_SECRET=abc", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_SECRET (3 characters) is not a secret&expected 64 hex digits"},
+    {PLUGIN "|DIST_BIND_SECRET=" SECRET "0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "(65 characters)"},
+    {PLUGIN "|DIST_BIND_TCP_INSECURE=yes", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_TCP_INSECURE=\"yes\"&expected 0 or 1"},
 };
 
 START_TEST(place_row) {
@@ -141,8 +157,15 @@ START_TEST(api_misuse) {
     ck_assert_int_eq(distbind_set_bootstrap(db, "pmi2"), DISTBIND_OK);
     ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_UNAVAILABLE);
     assert_contains_all("pmi2", distbind_last_error(db), "PMI_FD is not set&srun --mpi=pmi2");
-    /* TCP, rank 4 of 5, without MASTER_ADDR. */
+    /* TCP, rank 4 of 5, without the step's secret, then without MASTER_ADDR. */
     ck_assert_int_eq(distbind_set_bootstrap(db, "tcp"), DISTBIND_OK);
+    ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
+    assert_contains_all("tcp without a secret", distbind_last_error(db),
+                        "DIST_BIND_SECRET is not set&srun --dist-bind&srun --mpi=pmix&DIST_BIND_TCP_INSECURE=1");
+    distbind_destroy(db);
+    free_env(env);
+    env = make_env(PLUGIN "|DIST_BIND_BOOTSTRAP=tcp|DIST_BIND_SECRET=" SECRET);
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
     ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
     assert_contains_all("tcp", distbind_last_error(db), "MASTER_ADDR is not set");
     distbind_destroy(db);
@@ -152,6 +175,38 @@ START_TEST(api_misuse) {
     ck_assert_int_eq(distbind_barrier(NULL), DISTBIND_ERR_ARG);
     distbind_destroy(NULL);
     free_env(env);
+}
+END_TEST
+
+/* The secret is never shown, not even in the error about a bad one. */
+START_TEST(secret_not_shown) {
+    char **env = make_env(PLUGIN "|DIST_BIND_SECRET=zz3456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0|"
+                                 "DIST_BIND_DEBUG=1");
+    distbind_t *db = NULL;
+    ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_ERR_ENV);
+    ck_assert_msg(!strstr(distbind_last_error(NULL), "3456789abcdef"), "the value is shown: %s",
+                  distbind_last_error(NULL));
+    free_env(env);
+}
+END_TEST
+
+/* distbind_create takes DIST_BIND_SECRET out of the process's environment
+ * (programs it starts do not inherit it), and later handles still have it. */
+START_TEST(secret_leaves_environment) {
+    char **env = make_env(PLUGIN);
+    for (char **e = env; *e; e++) putenv(*e);  /* the strings stay: the environment holds them */
+    free(env);
+    setenv("DIST_BIND_SECRET", SECRET, 1);
+    setenv("DIST_BIND_BOOTSTRAP", "tcp", 1);
+    for (int round = 0; round < 2; round++) {
+        distbind_t *db = NULL;
+        ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
+        ck_assert_msg(getenv("DIST_BIND_SECRET") == NULL, "round %d: still in the environment", round);
+        /* It has the secret: the TCP bootstrap's next want is MASTER_ADDR. */
+        ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
+        assert_contains_all("second handle", distbind_last_error(db), "MASTER_ADDR is not set");
+        distbind_destroy(db);
+    }
 }
 END_TEST
 
@@ -370,15 +425,81 @@ START_TEST(roots_row) {
 }
 END_TEST
 
+/* "1-3, 5": ranks for messages.  Finding 9: the ranks a child lists in a
+ * Missing message reached this with any 32-bit value, and INT_MAX + 1 was
+ * computed while looking for a run. */
+struct rank_row {
+    int ranks[6];
+    int n;
+    const char *want;
+};
+static const struct rank_row rank_rows[] = {
+    {{1, 2, 3, 5, 7, 8}, 6, "1-3, 5, 7, 8"},
+    {{0}, 1, "0"},
+    {{4, 5}, 2, "4, 5"},
+    {{2147483646, 2147483647}, 2, "2147483646, 2147483647"},
+    {{2147483647, -2147483647 - 1, -2147483647}, 3, "2147483647, -2147483648, -2147483647"},
+};
+
+START_TEST(rank_row) {
+    const struct rank_row *r = &rank_rows[_i];
+    char out[256];
+    db_rt_test_rank_list(r->ranks, r->n, out, sizeof out);
+    ck_assert_str_eq(out, r->want);
+}
+END_TEST
+
 START_TEST(rank_lists) {
     char out[256];
-    int a[] = {1, 2, 3, 5, 7, 8};
-    db_rt_test_rank_list(a, 6, out, sizeof out);
-    ck_assert_str_eq(out, "1-3, 5, 7, 8");
     int b[40];
     for (int i = 0; i < 40; i++) b[i] = 2 * i;
     db_rt_test_rank_list(b, 40, out, sizeof out);
     assert_contains_all("long", out, "0, 2, 4&(40 ranks in all)");
+}
+END_TEST
+
+/* Finding 4: rank 0 gathered what its children claimed to send, and a
+ * child whose Up carried fewer bytes than its subtree owes made rank 0 read
+ * past the end (and send that to every rank).  Up: u32 len, u32 n, n bytes. */
+struct up_row {
+    unsigned char body[24];
+    size_t n;
+    unsigned long long expected;
+    int taken;
+    const char *why;
+};
+static const struct up_row up_rows[] = {
+    /* An allgather of 8 bytes per rank from a subtree of 2: 16 bytes. */
+    {{8, 0, 0, 0, 16, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24, 16, 1, ""},
+    /* The same subtree claiming nothing: the over-read of finding 4. */
+    {{64, 0, 0, 0, 0, 0, 0, 0}, 8, 64 * 9, 0, "sent 0 bytes for its subtree where the collective needs 576"},
+    /* Bytes where the collective needs none (a barrier). */
+    {{0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, 4}, 12, 0, 0, "sent 4 bytes for its subtree where the collective needs 0"},
+    /* A count the body does not hold. */
+    {{8, 0, 0, 0, 200, 0, 0, 0, 1, 2}, 10, 200, 0, "not an Up message"},
+    {{8, 0, 0}, 3, 0, 0, "not an Up message"},
+};
+
+START_TEST(up_row) {
+    const struct up_row *r = &up_rows[_i];
+    char why[256] = "";
+    ck_assert_int_eq(db_rt_test_up(r->body, r->n, r->expected, why, sizeof why), r->taken);
+    ck_assert_str_eq(why, r->why);
+}
+END_TEST
+
+/* Finding 9: the ranks of a Missing message reached rank lists unchecked.
+ * Missing: u32 count, ranks, u32 count, ranks; every rank below the world. */
+START_TEST(missing_rows) {
+    const unsigned char ok[] = {1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0};
+    const unsigned char big[] = {2, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0x80, 0, 0, 0, 0};
+    const unsigned char many[] = {0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0};
+    const unsigned char extra[] = {0, 0, 0, 0, 0, 0, 0, 0, 9};
+    ck_assert_int_eq(db_rt_test_missing(ok, sizeof ok, 12), 2);
+    ck_assert_int_eq(db_rt_test_missing(ok, sizeof ok, 11), -1); /* rank 11 of 11 */
+    ck_assert_int_eq(db_rt_test_missing(big, sizeof big, 16), -1);
+    ck_assert_int_eq(db_rt_test_missing(many, sizeof many, 1 << 24), -1);
+    ck_assert_int_eq(db_rt_test_missing(extra, sizeof extra, 4), -1);
 }
 END_TEST
 
@@ -435,9 +556,14 @@ int main(void) {
     tcase_add_loop_test(tc, traffic_row, 0, (int)(sizeof traffic_rows / sizeof traffic_rows[0]));
     tcase_add_test(tc, cudart_names);
     tcase_add_loop_test(tc, roots_row, 0, (int)(sizeof roots_rows / sizeof roots_rows[0]));
+    tcase_add_loop_test(tc, up_row, 0, (int)(sizeof up_rows / sizeof up_rows[0]));
+    tcase_add_test(tc, missing_rows);
+    tcase_add_loop_test(tc, rank_row, 0, (int)(sizeof rank_rows / sizeof rank_rows[0]));
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
     tcase_add_test(tc, world_of_one);
+    tcase_add_test(tc, secret_not_shown);
+    tcase_add_test(tc, secret_leaves_environment);
     tcase_add_test(tc, size_caps);
     tcase_add_test(tc, helper_threads);
     tcase_add_test(tc, status_names);

@@ -141,23 +141,44 @@ START_TEST(live_discovery) {
 }
 END_TEST
 
-/* --- SlurmdSpoolDir ------------------------------------------------------------------------ */
+/* --- the cache's path (plugstack topology_cache=) ---------------------------------------- */
 
-START_TEST(cache_path) {
-    char buf[64];
-    ck_assert_int_eq(db_topo_cache_path("/var/spool/slurmd", "n1", "h1", buf, sizeof buf), 0);
-    ck_assert_str_eq(buf, "/var/spool/slurmd/hwloc_topo_whole.xml");
-    ck_assert_int_eq(db_topo_cache_path("/lab/%n/spool", "node1", "h1", buf, sizeof buf), 0);
-    ck_assert_str_eq(buf, "/lab/node1/spool/hwloc_topo_whole.xml");
-    ck_assert_int_eq(db_topo_cache_path("/s/%h-%n", "node1", "host", buf, sizeof buf), 0);
-    ck_assert_str_eq(buf, "/s/host-node1/hwloc_topo_whole.xml");
-    ck_assert_int_eq(db_topo_cache_path("/s/100%", "n", "h", buf, sizeof buf), 0);
-    ck_assert_str_eq(buf, "/s/100%/hwloc_topo_whole.xml");
-    ck_assert_int_eq(db_topo_cache_path("/a/very/long/spool/directory/name/that/does/not/fit", "n", "h", buf,
-                                        sizeof buf),
-                     -1);
-    ck_assert_int_eq(db_topo_cache_path("", "n", "h", buf, sizeof buf), -1);
-    ck_assert_int_eq(db_topo_cache_path(NULL, "n", "h", buf, sizeof buf), -1);
+struct path_row {
+    const char *tmpl, *node, *host;
+    const char *want; /* NULL: refused */
+};
+
+static const struct path_row path_rows[] = {
+    {"/var/spool/slurmd/hwloc_topo_whole.xml", "n1", "h1", "/var/spool/slurmd/hwloc_topo_whole.xml"},
+    {"/lab/%n/spool/hwloc_topo_whole.xml", "node1", "h1", "/lab/node1/spool/hwloc_topo_whole.xml"},
+    {"/s/%h-%n.xml", "node1", "host.example.org", "/s/host.example.org-node1.xml"},
+    {"/s/100%%.xml", "n", "h", "/s/100%.xml"},
+    {"/a/very/long/spool/directory/name/that/does/not/fit/in/sixty-four", "n", "h", NULL},
+    {"", "n", "h", NULL},
+    {NULL, "n", "h", NULL},
+    /* Finding 7: a node name that climbs out of the directory. */
+    {"/s/%n/x.xml", "../../..", "h", NULL},
+    {"/s/%n/x.xml", "a/b", "h", NULL},
+    {"/s/%n/x.xml", "..", "h", NULL},
+    {"/s/%n/x.xml", ".", "h", NULL},
+    {"/s/%n/x.xml", "", "h", NULL},
+    {"/s/%n/x.xml", "n1\n", "h", NULL},
+    {"/s/%h/x.xml", "n1", NULL, NULL},
+    {"/s/x.xml", "../..", "h", "/s/x.xml"}, /* a name not used is not checked */
+    {"/s/%u.xml", "n", "h", NULL},
+    {"/s/100%", "n", "h", NULL},
+};
+
+START_TEST(path_row) {
+    const struct path_row *r = &path_rows[_i];
+    char buf[64] = "";
+    int rc = db_topo_cache_path(r->tmpl, r->node, r->host, buf, sizeof buf);
+    if (!r->want) {
+        ck_assert_msg(rc == -1, "\"%s\" with node \"%s\": accepted as %s", r->tmpl, r->node, buf);
+    } else {
+        ck_assert_msg(rc == 0, "\"%s\": refused", r->tmpl);
+        ck_assert_str_eq(buf, r->want);
+    }
 }
 END_TEST
 
@@ -230,6 +251,16 @@ static const struct node_row node_rows[] = {
     {"truncated cache", "@truncated", "", "0", 1, "0", 1, NULL, NULL, "not an hwloc XML topology"},
     {"FIFO as cache", "@fifo", "", "0", 1, "0", 1, NULL, NULL, "hwloc_topo_whole.xml: not a regular file"},
     {"directory as cache", "@dir", "", "0", 1, "0", 1, NULL, NULL, "hwloc_topo_whole.xml: not a regular file"},
+    /* Finding 7: a cache anyone but root or slurmd's user could have put
+     * there is not read (the Tioga export in it would be chosen from). */
+    {"symbolic link as cache", "@symlink", "", "0", 1, "0", 1, NULL, NULL,
+     "hwloc_topo_whole.xml is a symbolic link: not used"},
+    {"group-writable cache", "@groupwritable", "", "0", 1, "0", 1, NULL, NULL,
+     "hwloc_topo_whole.xml is writable by group or others: not used"},
+    {"world-writable cache", "@worldwritable", "", "0", 1, "0", 1, NULL, NULL,
+     "hwloc_topo_whole.xml is writable by group or others: not used"},
+    {"cache owned by a user", "@otherowner", "", "0", 1, "0", 1, NULL, NULL,
+     "hwloc_topo_whole.xml is owned by uid 4242, not by root or slurmd's user: not used"},
     /* slurmd 22.05 writes its cache with hwloc's default filters: no PCI. */
     {"cache without I/O, as slurmd writes it", "@noio", "", "0", 1, "0", 1, NULL, NULL,
      "topology by live discovery (cached topology &hwloc_topo_whole.xml has no I/O devices)"},
@@ -264,6 +295,19 @@ START_TEST(node_row) {
         ck_assert(mkfifo(cache, 0600) == 0);
     } else if (!strcmp(r->cache, "@dir")) {
         ck_assert(mkdir(cache, 0700) == 0);
+    } else if (!strcmp(r->cache, "@symlink")) {
+        sh("ln -s '%s' '%s'", DB_TEST_XML_DIR "/" TIOGA, cache);
+    } else if (!strcmp(r->cache, "@groupwritable")) {
+        sh("cp '%s' '%s'", DB_TEST_XML_DIR "/" TIOGA, cache);
+        ck_assert(chmod(cache, 0664) == 0);
+    } else if (!strcmp(r->cache, "@worldwritable")) {
+        sh("cp '%s' '%s'", DB_TEST_XML_DIR "/" TIOGA, cache);
+        ck_assert(chmod(cache, 0646) == 0);
+    } else if (!strcmp(r->cache, "@otherowner")) {
+        /* Only root can give a file away: the lab and CI run as root. */
+        ck_assert_msg(geteuid() == 0, "%s: needs root", r->name);
+        sh("cp '%s' '%s'", DB_TEST_XML_DIR "/" TIOGA, cache);
+        ck_assert(chown(cache, 4242, (gid_t)-1) == 0 && chmod(cache, 0644) == 0);
     } else if (!strcmp(r->cache, "@noio")) {
         sh("lstopo-no-graphics --input '%s' --no-io --of xml '%s'", DB_TEST_XML_DIR "/" TIOGA, cache);
     }
@@ -340,7 +384,7 @@ int main(void) {
     tcase_add_loop_test(tc, model_row, 0, (int)(sizeof model_rows / sizeof model_rows[0]));
     tcase_add_test(tc, task_cpu_lists);
     tcase_add_test(tc, live_discovery);
-    tcase_add_test(tc, cache_path);
+    tcase_add_loop_test(tc, path_row, 0, (int)(sizeof path_rows / sizeof path_rows[0]));
     tcase_add_loop_test(tc, node_row, 0, (int)(sizeof node_rows / sizeof node_rows[0]));
     tcase_add_test(tc, null_arguments);
     suite_add_tcase(s, tc);

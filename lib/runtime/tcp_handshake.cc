@@ -1,0 +1,453 @@
+// How each end of the handshake is served (the protocol is in
+// tcp_handshake.hh).
+#include "tcp_handshake.hh"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace db::rt::tcp {
+
+namespace {
+
+Clock::duration secs_dur(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+int ms_until(Clock::time_point t) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+    return ms <= 0 ? 0 : ms > 1000000 ? 1000000 : static_cast<int>(ms) + 1;
+}
+
+std::string peer_of(int fd) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    if (getpeername(fd, reinterpret_cast<sockaddr *>(&sa), &len) != 0) return "?";
+    Addr a;
+    a.ip = sa.sin_addr.s_addr;
+    a.port = ntohs(sa.sin_port);
+    return a.str();
+}
+
+// The whole of a small frame now, or nothing useful: a fresh connection
+// takes a few hundred bytes at once, so a partial write means the peer is
+// not reading (or gone).
+bool send_whole(int fd, const std::vector<uint8_t> &f) {
+    return send_some(fd, f.data(), f.size()) == static_cast<long>(f.size());
+}
+
+// A connection closed before it proved itself is let go only when it is
+// older than this and the door is full: a rank answers within microseconds.
+constexpr double kEvictAge = 0.2;
+
+}  // namespace
+
+// ---- FrameReader ------------------------------------------------------------
+
+void FrameReader::start(size_t max_body) {
+    have_ = 0;
+    max_ = max_body;
+    in_body_ = false;
+    body_.clear();
+}
+
+int FrameReader::pump(int fd) {
+    for (;;) {
+        if (!in_body_) {
+            long n = recv_some(fd, head_ + have_, kHeader - have_);
+            if (n < 0) return -1;
+            if (n == 0) return 0;
+            have_ += static_cast<size_t>(n);
+            if (have_ < kHeader) continue;
+            if (!decode_header(head_, max_, hd_)) return -1;
+            body_.assign(hd_.len, 0);
+            have_ = 0;
+            in_body_ = true;
+        }
+        if (have_ == body_.size()) return 1;
+        long n = recv_some(fd, body_.data() + have_, body_.size() - have_);
+        if (n < 0) return -1;
+        if (n == 0) return 0;
+        have_ += static_cast<size_t>(n);
+    }
+}
+
+// ---- Door -----------------------------------------------------------------
+
+struct Door::Conn {
+    Socket s;
+    std::string peer;
+    Clock::time_point since, until;
+    enum Phase { AwaitHello, AwaitProof, AwaitFirst } phase = AwaitHello;
+    FrameReader in;
+    std::vector<uint8_t> hello_body;
+    Hello hello;
+    auth::Nonce server_nonce{};
+};
+
+Door::Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
+           size_t max_first)
+    : lis_(std::move(listener)), me_(me), client_ok_(std::move(client_ok)), first_(std::move(first)),
+      max_first_(max_first) {}
+
+Door::~Door() = default;
+
+void Door::drop(size_t i, const char *why) {
+    dropped_++;
+    debugf("tcp: dropped a connection from %s to rank %d's listener: %s (%ld dropped so far)",
+           conns_[i]->peer.c_str(), me_.rank, why, dropped_);
+    conns_.erase(conns_.begin() + static_cast<long>(i));
+}
+
+void Door::accept_all() {
+    for (;;) {
+        if (conns_.size() >= kMaxPending) {
+            // Full: the oldest goes, if it has had its chance.
+            size_t oldest = 0;
+            for (size_t i = 1; i < conns_.size(); i++)
+                if (conns_[i]->since < conns_[oldest]->since) oldest = i;
+            if (Clock::now() - conns_[oldest]->since < secs_dur(kEvictAge)) return;
+            drop(oldest, "too many connections waiting to prove themselves, and it is the oldest");
+        }
+        int err;
+        Socket s = accept_from(lis_, err);
+        if (!s) return;  // EAGAIN: none left; anything else: try again on the next wake-up
+        auto c = std::make_unique<Conn>();
+        c->peer = peer_of(s.fd());
+        c->s = std::move(s);
+        c->since = Clock::now();
+        c->until = c->since + secs_dur(me_.budget_s);
+        c->in.start(kMaxHello);
+        conns_.push_back(std::move(c));
+        if (me_.secret && !announced_) {
+            // The challenge, at once: the client proves over it in its Hello's write.
+            Conn &n = *conns_.back();
+            n.server_nonce = auth::fresh_nonce();
+            if (!send_whole(n.s.fd(), frame(Msg::Challenge, 0, 0, encode(Challenge{n.server_nonce}))))
+                drop(conns_.size() - 1, "it does not read");
+        }
+    }
+}
+
+bool Door::progress(size_t i) {
+    Conn &c = *conns_[i];
+    for (;;) {
+        int got = c.in.pump(c.s.fd());
+        if (got == 0) return false;
+        if (got < 0) {
+            drop(i, c.phase == Conn::AwaitFirst ? "it closed, or sent too much, after its proof"
+                                                : "it closed, or sent something that is not the handshake");
+            return false;
+        }
+        const Header &h = c.in.header();
+        if (c.phase == Conn::AwaitHello) {
+            if (h.type != Msg::Hello || !decode(c.in.body(), c.hello)) {
+                drop(i, "it did not open with a dist-bind Hello of this version");
+                return false;
+            }
+            if (c.hello.server != static_cast<uint32_t>(me_.rank) || !client_ok_(c.hello.client)) {
+                drop(i, "it asked for another rank, or came from a rank not expected here");
+                return false;
+            }
+            if ((c.hello.mode == Mode::None) != (me_.secret == nullptr)) {
+                drop(i, me_.secret ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
+                                   : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
+                return false;
+            }
+            // A listener that announced a nonce takes only proofs over it
+            // (its callers all know it); rank 0's only over its challenge.
+            if (me_.secret && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
+                drop(i, announced_ ? "it proves over a challenge this listener does not give"
+                                   : "it proves over a nonce this rank never announced");
+                return false;
+            }
+            c.hello_body = c.in.body();
+            if (c.hello.mode == Mode::Announced) c.server_nonce = *announced_;
+            c.phase = me_.secret ? Conn::AwaitProof : Conn::AwaitFirst;
+            c.in.start(me_.secret ? kMaxProof : max_first_);
+        } else if (c.phase == Conn::AwaitProof) {
+            auth::Mac want = auth::prove(*me_.secret, auth::Role::Client, c.hello_body, c.server_nonce);
+            if (h.type != Msg::Proof || c.in.body().size() != want.size() || !auth::same(want, c.in.body().data())) {
+                drop(i, "its proof does not match this step's secret");
+                return false;
+            }
+            c.phase = Conn::AwaitFirst;
+            c.in.start(max_first_);
+        } else {
+            if (!first_.count(h.type)) {
+                drop(i, "it proved itself, then sent a message that does not belong here");
+                return false;
+            }
+            return true;
+        }
+    }
+}
+
+void Door::admit(size_t i) {
+    Conn *c = conns_[i].get();
+    Admitted a;
+    a.sock = std::move(c->s);
+    a.hello = std::move(c->hello);
+    a.first.type = c->in.header().type;
+    a.first.op = c->in.header().op;
+    a.first.seq = c->in.header().seq;
+    a.first.body = std::move(c->in.body());
+    a.peer = c->peer;
+    if (me_.secret) {
+        Ack ack;
+        ack.proof = auth::prove(*me_.secret, auth::Role::Server, c->hello_body, c->server_nonce);
+        a.ack = frame(Msg::Ack, 0, 0, encode(ack));
+    }
+    conns_.erase(conns_.begin() + static_cast<long>(i));
+    ready_.push_back(std::move(a));
+}
+
+std::optional<Admitted> Door::next(const Deadline &d) {
+    // One poll serves every connection that is ready: what it admits is
+    // handed out one by one before the next poll (rank 0 admits hundreds).
+    while (ready_.empty()) {
+        auto now = Clock::now();
+        for (size_t i = conns_.size(); i-- > 0;)
+            if (now >= conns_[i]->until) drop(i, "it did not finish its handshake in time");
+        if (d.passed()) return std::nullopt;
+
+        // The listener is watched unless the door is full of connections
+        // too young to be dropped; then the next wake-up is when the
+        // oldest comes of age.
+        Clock::time_point wake = d.at;
+        bool full = conns_.size() >= kMaxPending;
+        if (full) {
+            Clock::time_point oldest = conns_[0]->since;
+            for (const auto &c : conns_) oldest = std::min(oldest, c->since);
+            wake = std::min(wake, oldest + secs_dur(kEvictAge));
+            if (now >= oldest + secs_dur(kEvictAge)) full = false;
+        }
+        for (const auto &c : conns_) wake = std::min(wake, c->until);
+        std::vector<pollfd> p;
+        p.push_back({full ? -1 : lis_.fd(), POLLIN, 0});
+        for (const auto &c : conns_) p.push_back({c->s.fd(), POLLIN, 0});
+        int n = poll(p.data(), p.size(), ms_until(wake));
+        if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
+        if (n <= 0) continue;
+        // Last to first: dropping or admitting one moves only those after
+        // it, which are done.
+        for (size_t i = p.size() - 1; i >= 1; i--)
+            if (p[i].revents && progress(i - 1)) admit(i - 1);
+        if (p[0].revents) accept_all();
+    }
+    Admitted a = std::move(ready_.front());
+    ready_.erase(ready_.begin());
+    return a;
+}
+
+// ---- dial -----------------------------------------------------------------
+
+namespace {
+
+struct DialState {
+    enum Phase { Wait, Connecting, AwaitAck, AwaitReply, Done, Failed } phase = Wait;
+    Clock::time_point wake{}, until{};
+    std::chrono::milliseconds pause{10};
+    Socket s;
+    Mode mode = Mode::None;
+    FrameReader in;
+    std::vector<uint8_t> hello_body;
+    auth::Nonce server_nonce{};
+};
+
+bool retryable(int err, bool refused) {
+    if (err == ECONNREFUSED) return refused;
+    return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ECONNRESET || err == EAGAIN ||
+           err == EINTR || err == ECONNABORTED || err == EADDRNOTAVAIL;
+}
+
+// The Hello, its proof and the message, in one write.
+IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
+    Hello h;
+    h.mode = s.mode;
+    h.client = static_cast<uint32_t>(me.rank);
+    h.server = static_cast<uint32_t>(x.rank);
+    h.world = static_cast<uint32_t>(me.world);
+    h.step = me.step;
+    if (me.secret) h.nonce = auth::fresh_nonce();
+    s.hello_body = encode(h);
+    std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
+    if (me.secret) {
+        auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, s.server_nonce);
+        std::vector<uint8_t> p = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
+        out.insert(out.end(), p.begin(), p.end());
+    }
+    out.insert(out.end(), x.first.begin(), x.first.end());
+    return send_all(s.s.fd(), out, Deadline{s.until});
+}
+
+}  // namespace
+
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
+    std::vector<DialState> st(dials.size());
+    // Again after a pause that doubles: up to 25 ms while nothing listens
+    // there yet (rank 0 starting with the others: every rank should be in
+    // as soon as it listens), up to 100 ms when something answered badly.
+    auto failed = [&](size_t i, std::string why, bool retry, bool refused = false) {
+        Dial &x = dials[i];
+        DialState &s = st[i];
+        if (s.phase != DialState::Wait && s.phase != DialState::Connecting && !refused) x.answered = why;
+        if (s.phase == DialState::Connecting && why.compare(0, 14, "cannot connect") != 0) x.answered = why;
+        x.why = std::move(why);
+        s.s.close();
+        if (!retry || d.passed()) {
+            s.phase = DialState::Failed;
+            return;
+        }
+        debugf("tcp: connection to rank %d at %s: %s; again in %d ms", x.rank, x.addr.str().c_str(), x.why.c_str(),
+               static_cast<int>(s.pause.count()));
+        s.phase = DialState::Wait;
+        s.wake = Clock::now() + s.pause;
+        s.pause = std::min(s.pause * 2, std::chrono::milliseconds(refused ? 25 : 100));
+    };
+    // The connection is open and the message sent: what is left to read.
+    auto sent = [&](size_t i) {
+        Dial &x = dials[i];
+        DialState &s = st[i];
+        if (me.secret && x.verify) {
+            s.phase = DialState::AwaitAck;
+            s.in.start(auth::kMacBytes);
+        } else if (x.await_reply) {
+            s.phase = DialState::AwaitReply;
+            s.in.start(kMaxReply);
+        } else {
+            s.phase = DialState::Done;
+        }
+    };
+    for (;;) {
+        auto now = Clock::now();
+        for (size_t i = 0; i < dials.size(); i++) {
+            Dial &x = dials[i];
+            DialState &s = st[i];
+            if (s.phase == DialState::Done || s.phase == DialState::Failed) continue;
+            if (d.passed()) {
+                if (x.why.empty()) x.why = "no answer in time";
+                s.phase = DialState::Failed;
+                continue;
+            }
+            if (s.phase == DialState::Wait && now >= s.wake) {
+                int err;
+                s.s = connect_start(x.addr, err);
+                if (!s.s) {
+                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
+                    continue;
+                }
+                s.mode = !me.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
+                if (x.announced) s.server_nonce = *x.announced;
+                s.in.start(auth::kNonceBytes);  // the challenge, in Mode::Challenge
+                s.phase = DialState::Connecting;
+                s.until = std::min(d.at, now + secs_dur(me.budget_s));
+            } else if (s.phase != DialState::Wait && now >= s.until) {
+                failed(i, s.phase != DialState::Connecting ? "it did not finish the handshake in time"
+                          : s.mode == Mode::Challenge ? "it accepted the connection but sent no challenge in time"
+                                                      : "cannot connect (the connection was not accepted in time)",
+                       true);
+                continue;
+            }
+        }
+        bool all = std::all_of(st.begin(), st.end(), [](const DialState &s) {
+            return s.phase == DialState::Done || s.phase == DialState::Failed;
+        });
+        if (all) break;
+
+        // A challenged connection is ready when its challenge is there
+        // (or it failed); the others when they can be written to.
+        std::vector<pollfd> p;
+        std::vector<size_t> who;
+        Clock::time_point wake = d.at;
+        for (size_t i = 0; i < dials.size(); i++) {
+            DialState &s = st[i];
+            if (s.phase == DialState::Wait) wake = std::min(wake, s.wake);
+            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck || s.phase == DialState::AwaitReply) {
+                wake = std::min(wake, s.until);
+                bool out = s.phase == DialState::Connecting && s.mode != Mode::Challenge;
+                p.push_back({s.s.fd(), static_cast<short>(out ? POLLOUT : POLLIN), 0});
+                who.push_back(i);
+            }
+        }
+        int n = poll(p.data(), p.size(), ms_until(wake));
+        if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
+        if (n <= 0) continue;
+        for (size_t j = 0; j < p.size(); j++) {
+            if (!p[j].revents) continue;
+            size_t i = who[j];
+            Dial &x = dials[i];
+            DialState &s = st[i];
+            if (s.phase == DialState::Connecting) {
+                int err = connect_error(s.s.fd());
+                if (err != 0) {
+                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
+                    continue;
+                }
+                if (s.mode == Mode::Challenge) {
+                    int got = s.in.pump(s.s.fd());
+                    if (got == 0) continue;
+                    Challenge ch;
+                    if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch)) {
+                        failed(i, "it closed the connection, or sent something that is not the handshake", true);
+                        continue;
+                    }
+                    s.server_nonce = ch.nonce;
+                }
+                IoResult r = open_with(x, s, me);
+                if (!r.ok()) {
+                    failed(i, "the connection broke as it opened (" + r.str() + ")", true);
+                    continue;
+                }
+                sent(i);
+            } else if (s.phase == DialState::AwaitAck) {
+                int got = s.in.pump(s.s.fd());
+                if (got == 0) continue;
+                Ack ack;
+                // Closed before proving itself: it did not take this
+                // rank's proof (another step's secret), or dropped the
+                // connection; either way, again.
+                if (got < 0 || s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
+                    !auth::same(auth::prove(*me.secret, auth::Role::Server, s.hello_body, s.server_nonce),
+                                ack.proof.data())) {
+                    failed(i, "it did not prove that it knows this step's secret", true);
+                    continue;
+                }
+                if (x.await_reply) {
+                    s.phase = DialState::AwaitReply;
+                    s.in.start(kMaxReply);
+                } else {
+                    s.phase = DialState::Done;
+                }
+            } else if (s.phase == DialState::AwaitReply) {
+                int got = s.in.pump(s.s.fd());
+                if (got == 0) continue;
+                if (got < 0) {
+                    failed(i, "it closed the connection without answering", true);
+                    continue;
+                }
+                x.reply.type = s.in.header().type;
+                x.reply.op = s.in.header().op;
+                x.reply.seq = s.in.header().seq;
+                x.reply.body = std::move(s.in.body());
+                s.phase = DialState::Done;
+            }
+        }
+    }
+    for (size_t i = 0; i < dials.size(); i++) {
+        dials[i].done = st[i].phase == DialState::Done;
+        if (dials[i].done) {
+            dials[i].sock = std::move(st[i].s);
+            dials[i].why.clear();
+            dials[i].answered.clear();
+        }
+    }
+}
+
+}  // namespace db::rt::tcp

@@ -1,0 +1,144 @@
+// The start of every connection between two ranks of the TCP bootstrap.
+//
+// The rank that connects (the client) sends a Hello: its rank, the rank it
+// wants, the world size and step it believes in, a fresh nonce; then its
+// proof that it knows the step's secret (HMAC over the Hello and a nonce of
+// the server's) and, in the same write, the message the connection is for
+// (a registration, a tree, an abort).  The server checks the proof before
+// it reads the message, then answers with its own proof (Ack, over the
+// same Hello: fresh for the client) ahead of anything else.  The server's
+// nonce is either
+//   - Challenge (rank 0, taking registrations): a fresh one it sends the
+//     moment it accepts, which the client waits for before its Hello; or
+//   - Announced (every other rank): the fresh one it announced in its own
+//     registration, which reached the client through rank 0 and the tree.
+// Either way a handshake costs the client one round trip, as the message
+// alone would.  What goes ahead of the server's proof is set-up data (a
+// listener's address and announced nonce: of no use without the secret);
+// no collective's data ever goes to a connection that has not proved
+// itself, and a connection that does not prove itself changes nothing: it
+// is dropped and counted (debug).
+//
+// A Door serves a listener: every connection that has not yet proved
+// itself is read without waiting, with a time budget of its own and a cap
+// on how many are held at once (when full, the oldest is dropped), so no
+// number of idle or slow strangers keeps a rank from being heard.  dial()
+// brings up connections the same way from the other end, retrying until
+// the deadline when what answers does not prove itself.
+//
+// With DIST_BIND_TCP_INSECURE=1 on every rank there are no proofs (Hello
+// and the message go in one write, as before there were secrets).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "auth.hh"
+#include "net.hh"
+
+namespace db::rt::tcp {
+
+using namespace net;
+
+// This rank, as both ends of a handshake see it.
+struct Credentials {
+    const auth::Secret *secret = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
+    int rank = 0, world = 1;
+    std::string step;
+    double budget_s = 2;  // time one connection has to finish its handshake
+};
+
+// A frame read piece by piece from a non-blocking socket, never past its
+// end and never more than the limit it was started with.
+class FrameReader {
+  public:
+    void start(size_t max_body);
+    // 1: a whole frame is in; 0: more to come; -1: closed, or not a frame
+    // within the limit.
+    int pump(int fd);
+    const Header &header() const { return hd_; }
+    std::vector<uint8_t> &body() { return body_; }
+
+  private:
+    uint8_t head_[kHeader] = {};
+    size_t have_ = 0, max_ = 0;
+    bool in_body_ = false;
+    Header hd_;
+    std::vector<uint8_t> body_;
+};
+
+// A connection that proved itself, with the message it came for.
+struct Admitted {
+    Socket sock;
+    Hello hello;
+    Message first;
+    std::string peer;          // its address
+    std::vector<uint8_t> ack;  // this rank's proof, to send ahead of any answer (empty without a secret)
+};
+
+class Door {
+  public:
+    // `client_ok`: which ranks may call here.  `first`: the messages that
+    // may follow the handshake, at most max_first bytes of body.
+    Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
+         size_t max_first);
+    Door(const Door &) = delete;
+    Door &operator=(const Door &) = delete;
+    ~Door();
+    // Serve until one connection has proved itself and sent its message,
+    // or until d.
+    std::optional<Admitted> next(const Deadline &d);
+    // With `announced` (the nonce this rank registered with), connections
+    // prove themselves over it (Mode::Announced); else over a nonce the
+    // door sends each one as it accepts it (Mode::Challenge).
+    void announce(const auth::Nonce *announced) { announced_ = announced; }
+    // Connections dropped because they did not prove themselves in time.
+    long dropped() const { return dropped_; }
+    // At most this many connections are held before they proved themselves.
+    static constexpr size_t kMaxPending = 256;
+
+  private:
+    struct Conn;
+    Socket lis_;
+    Credentials me_;
+    std::function<bool(uint32_t)> client_ok_;
+    std::set<Msg> first_;
+    size_t max_first_;
+    std::vector<std::unique_ptr<Conn>> conns_;
+    std::vector<Admitted> ready_;  // admitted in the last round, not yet handed out
+    long dropped_ = 0;
+    const auth::Nonce *announced_ = nullptr;
+
+    void accept_all();
+    void drop(size_t i, const char *why);
+    // Read what conn i has sent; true when it is admitted.
+    bool progress(size_t i);
+    // Move conn i out of the door, admitted.
+    void admit(size_t i);
+};
+
+// One connection to bring up.
+struct Dial {
+    int rank = 0;                // the rank listening there
+    Addr addr;
+    const auth::Nonce *announced = nullptr;  // the nonce it registered with: Mode::Announced
+    std::vector<uint8_t> first;  // the framed message the connection is for
+    bool verify = true;          // wait for the server's proof (not for a one-way abort)
+    bool await_reply = false;    // then read one answer (at most kMaxReply) before done
+    // Results.
+    Socket sock;
+    Message reply;
+    bool done = false;
+    std::string why;       // the last failure, for the caller's message
+    std::string answered;  // the last failure of a connection that was up: what answered there badly
+};
+
+// Bring up every dial by d: each failure that a stranger could cause (no
+// answer, a closed connection, a wrong proof) is retried until d;
+// "connection refused" only when retry_refused.
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused);
+
+}  // namespace db::rt::tcp

@@ -1,0 +1,73 @@
+// The node and task plans (lib/core/plan.cc) on any step environment: a
+// plan or one message, never a crash; and what a plan writes is sane.
+// Input: mode byte, then SPANK items, then "NAME=VALUE" lines (the node's
+// environment, then after an empty line the task's additions).
+#include <cstring>
+#include <vector>
+
+#include "db_core.h"
+#include "fuzz.hh"
+
+namespace {
+
+bool env_name(const char *s) {
+    if (!s || !*s) return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
+    return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Take in(data, size);
+    uint8_t flags = in.u8();
+    db_config cfg;
+    char err[DB_ERRLEN] = "";
+    const char *argv[] = {"ports=20000-20009", "master_addr=suffix:-ib"};
+    db_config_parse((flags & 0x80) ? 2 : 0, argv, &cfg, err, sizeof err);
+    db_request eff = {DB_MODE_OFF + (flags % 5), (flags >> 3) & 1, (flags >> 4) & 1, (flags & 0x20) ? 29500u : 0u};
+    db_node_input node;
+    std::memset(&node, 0, sizeof node);
+    node.job_id = in.u32();
+    node.step_id = in.u8() == 0xff ? 0xfffffffbu : in.u8();
+    node.nnodes = in.u8();
+    node.node_id = in.u8();
+    node.ntasks = in.u8() | static_cast<uint32_t>(in.u8()) << 8;
+    node.local_ntasks = in.u8();
+    uint32_t global = in.u8(), local = in.u8();
+
+    std::vector<std::string> step, task;
+    for (std::string l = in.line(); in.left() && !l.empty() && step.size() < 64; l = in.line()) step.push_back(l);
+    while (in.left() && task.size() < 64) task.push_back(in.line());
+    std::vector<const char *> senv, tenv;
+    for (const std::string &s : step) senv.push_back(s.c_str());
+    senv.push_back(nullptr);
+    for (const std::string &s : step) tenv.push_back(s.c_str());
+    for (const std::string &s : task) tenv.push_back(s.c_str());
+    tenv.push_back(nullptr);
+    node.env = senv.data();
+
+    db_node_plan *np = nullptr;
+    if (db_node_plan_new(&cfg, &eff, &node, &np, err, sizeof err) != 0) {
+        FUZZ_CHECK(np == nullptr && std::strlen(err) > 0, "a failed plan without a message");
+        return 0;
+    }
+    FUZZ_CHECK(np != nullptr, "no plan");
+    size_t ngpu = db_node_plan_gpu_count(np);
+    for (size_t i = 0; i < ngpu; i++) FUZZ_CHECK(db_node_plan_gpu_id(np, i) && *db_node_plan_gpu_id(np, i), "GPU id");
+    db_task_input ti = {global, local, tenv.data()};
+    db_task_plan *tp = nullptr;
+    if (db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0) {
+        for (size_t i = 0; i < db_task_plan_count(tp); i++) {
+            const char *name = db_task_plan_name(tp, i), *value = db_task_plan_value(tp, i);
+            FUZZ_CHECK(env_name(name), "variable name \"%s\"", name ? name : "(null)");
+            (void)value;
+        }
+        db_task_plan_free(tp);
+    } else {
+        FUZZ_CHECK(tp == nullptr && std::strlen(err) > 0, "a failed task plan without a message");
+    }
+    db_node_plan_free(np);
+    return 0;
+}

@@ -1,0 +1,89 @@
+// The strict parsers of what Slurm and users hand the plugin and library
+// (lib/core/text.cc): Slurm hostlists, tasks-per-node lists, GPU lists,
+// port lists, numbers.  The first byte picks one; the rest is its input.
+#include <cstring>
+
+#include "fuzz.hh"
+#include "text.hh"
+
+namespace {
+
+void hostlist(const std::string &s, uint32_t pick) {
+    size_t n;
+    try {
+        n = db::hostlist_count(s);
+    } catch (const db::Error &) {
+        // A list the count refuses, every other reading refuses too.
+        try {
+            db::hostlist_nth(s, 0);
+            FUZZ_CHECK(false, "nth accepted what count refused: %s", s.c_str());
+        } catch (const db::Error &) {
+        }
+        return;
+    }
+    FUZZ_CHECK(n >= 1 && n <= (1u << 24), "count %zu", n);
+    // Any host inside, and one past the end.
+    size_t i = pick % n;
+    std::string h = db::hostlist_nth(s, i);
+    FUZZ_CHECK(!h.empty(), "host %zu of %s is empty", i, s.c_str());
+    try {
+        db::hostlist_nth(s, n);
+        FUZZ_CHECK(false, "host %zu of a list of %zu", n, n);
+    } catch (const db::Error &) {
+    }
+    if (n <= 4096) {
+        auto all = db::hostlist_expand(s);
+        FUZZ_CHECK(all.size() == n && all[i] == h, "expand disagrees with nth");
+    }
+}
+
+void tasks(const std::string &s, uint32_t cap) {
+    cap %= 4096;
+    try {
+        auto v = db::parse_tasks_per_node(s, "SLURM_STEP_TASKS_PER_NODE", cap, "fuzz");
+        FUZZ_CHECK(!v.empty() && v.size() <= cap, "%zu nodes, cap %u", v.size(), cap);
+        for (uint32_t c : v) FUZZ_CHECK(c > 0, "a node with 0 tasks");
+    } catch (const db::Error &e) {
+        FUZZ_CHECK(std::strstr(e.what(), "SLURM_STEP_TASKS_PER_NODE=\""), "message %s", e.what());
+    }
+}
+
+void gpus(const std::string &s) {
+    try {
+        auto v = db::parse_gpu_list(s, "CUDA_VISIBLE_DEVICES");
+        FUZZ_CHECK(!v.empty(), "empty list accepted");
+        for (size_t i = 0; i < v.size(); i++)
+            for (size_t j = i + 1; j < v.size(); j++) FUZZ_CHECK(v[i] != v[j], "GPU %s twice", v[i].c_str());
+        FUZZ_CHECK(db::join(v) == s, "not the list it came from");
+    } catch (const db::Error &) {
+    }
+}
+
+void numbers(const std::string &s) {
+    uint64_t v;
+    if (db::parse_uint(s, UINT64_MAX, v)) FUZZ_CHECK(std::to_string(v) == s || s[0] == '0', "%s read as %llu",
+                                                   s.c_str(), static_cast<unsigned long long>(v));
+    try {
+        unsigned p = db::first_port(s, "SLURM_STEP_RESV_PORTS");
+        FUZZ_CHECK(p >= 1 && p <= 65535, "port %u", p);
+    } catch (const db::Error &) {
+    }
+    std::string q = db::quoted("X", s);
+    FUZZ_CHECK(q.size() <= s.size() + 8 && q.size() <= 120 + 8 + 3, "quoted too long");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Take in(data, size);
+    uint8_t which = in.u8();
+    uint32_t arg = in.u32();
+    std::string s = in.rest();
+    switch (which % 4) {
+    case 0: hostlist(s, arg); break;
+    case 1: tasks(s, arg); break;
+    case 2: gpus(s); break;
+    default: numbers(s); break;
+    }
+    return 0;
+}
