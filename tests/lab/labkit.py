@@ -17,11 +17,15 @@ import shutil
 import subprocess
 import sys
 
+import releasekit
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(ROOT, "build", "spank_dist_bind.so"))
+# build/, or build/slurm-RELEASE/ inside another release's root (releasekit).
+BUILD = os.environ.get("DIST_BIND_BUILD", os.path.join(ROOT, "build"))
+PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(BUILD, "spank_dist_bind.so"))
 PROBE = os.path.join(HERE, "probe.sh")
-SAN_PLUGIN = os.path.join(ROOT, "build", "asan", "spank_dist_bind.so")
+SAN_PLUGIN = os.path.join(BUILD, "asan", "spank_dist_bind.so")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 # The variables a task reports; see probe.sh.
@@ -80,9 +84,10 @@ class Test:
 def lab_config():
     """The lab configuration this run is for (tests/run.sh sets
     DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
-    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes)."""
+    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes), and
+    a Slurm release such as "24.11" (releasekit)."""
     words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
-    unknown = words - {"plain", "cgroup"}
+    unknown = {w for w in words - {"plain", "cgroup"} if not releasekit.RELEASE_WORD.match(w)}
     if unknown:
         raise SystemExit("DIST_BIND_LAB_CONFIG: unknown words %s" % sorted(unknown))
     return words
@@ -458,3 +463,7 @@ def union_gpus(base):
     for b in base.values():
         per.setdefault(b["SLURMD_NODENAME"], set()).update(b["CUDA_VISIBLE_DEVICES"].split(","))
     return lambda host: sorted(per[host])
+
+
+# A configuration naming another Slurm release runs this test in its root.
+releasekit.enter(lab_config())
