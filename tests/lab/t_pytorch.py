@@ -33,5 +33,5 @@ with Lab() as lab:
     t.ok(re.search(r"RANK|MASTER_ADDR|environment variable", r.stderr) is not None,
          "and PyTorch says which variable is missing")
     run(lab, "-N2 -n5 --gpus-per-task=1 --dist-bind", "node1")
-    run(lab, "-N2 -n5 --gpus-per-node=4 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind", "node2")
+    run(lab, "-n5 --gpus-per-node=4 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind", "node2")
 t.done()
