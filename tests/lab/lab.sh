@@ -60,9 +60,14 @@ pid_alive() {
 }
 
 # The processes of this lab's nodes: everything inside the mount namespaces
-# the slurmds were started in (recorded by `up`), slurmstepds included.
+# the slurmds were started in (recorded by `up`), slurmstepds included, but
+# the holders.  A holder (a sleep started in each node's namespace) keeps
+# the namespace alive until the very end of `down`: the kernel gives a
+# freed namespace's number to the next one made on the machine, so without
+# it the kill loops could hit another lab's (or anyone's) processes.
 ns_pids() {
-    local d=$1 ns f mine nss="" pid
+    local d=$1 ns f mine nss="" pid holders
+    holders=" $(cat "$d"/node?/holder.pid 2>/dev/null | tr '\n' ' ') "
     mine=$(readlink /proc/self/ns/mnt)
     for f in "$d"/node?/mntns; do
         [ -s "$f" ] || continue
@@ -78,6 +83,7 @@ ns_pids() {
         case "$nss " in *" $target "*) ;; *) continue ;; esac
         pid=${path#\'/proc/}; pid=${pid%%/*}
         [[ "$pid" =~ ^[0-9]+$ ]] && [ "$pid" -gt 1 ] || continue
+        case $holders in *" $pid "*) continue ;; esac
         pid_alive "$pid" && echo "$pid"
     done
     return 0
@@ -154,6 +160,8 @@ cmd_down() {
     fi
     left=$(ns_pids "$d" | tr '\n' ' ')
     [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
+    stop_pidfile "$d/node1/holder.pid"
+    stop_pidfile "$d/node2/holder.pid"
     cgroup_remove "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
 }
@@ -295,7 +303,7 @@ CONF
         # The namespace is recorded before slurmd starts, so `down` finds
         # every process of the node, whatever happens next.
         unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
             >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
     done
     if ! wait_for 30 lab_ready "$d"; then
