@@ -54,7 +54,7 @@ def enter(words):
     r = subprocess.run([RELEASE_SH, "build", rel], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         print(r.stdout[-4000:])
-        raise SystemExit("building for Slurm %s failed" % rel)
+        raise SystemExit("building for Slurm %s failed (exit status %d)" % (rel, r.returncode))
     env = dict(os.environ, DIST_BIND_BUILD=build_dir(rel), PYTHONUNBUFFERED="1")
     sys.stdout.flush()
     os.execve(RELEASE_SH, [RELEASE_SH, "run", rel, "/usr/bin/python3", os.path.abspath(sys.argv[0])] + sys.argv[1:],
