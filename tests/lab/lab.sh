@@ -4,11 +4,13 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA]
+#               [--cgroup] [--cli-filter LUA] [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
-#                  --cli-filter: cli_filter/lua with that script)
+#                  --cli-filter: cli_filter/lua with that script;
+#                  --release: that Slurm release's daemons, in its root,
+#                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
 #
 # LAB_SLURMD_ENV="K=V ..." is added to slurmd's (and so slurmstepd's)
@@ -344,8 +346,33 @@ cmd_up_retry() {
     die "the lab did not start (see messages above)"
 }
 
+# --release R: the lab of another Slurm release, run inside its root
+# (release.sh); DIR/release remembers it for `down`.
+release_hook() {
+    local cmd=$1 rel="" a args=(); shift
+    local all=("$@")
+    if [ "$cmd" = up ]; then
+        while [ $# -gt 0 ]; do
+            if [ "$1" = --release ]; then rel=${2:?--release RELEASE}; shift 2; else args+=("$1"); shift; fi
+        done
+    else
+        args=("$@")
+        [ -f "${1:-}/release" ] && rel=$(cat "$1/release")
+    fi
+    if [ -n "$rel" ] && [ "${DIST_BIND_IN_RELEASE:-}" != "$rel" ] && [ "$rel" != "$("$HERE/release.sh" native)" ]; then
+        exec "$HERE/release.sh" run "$rel" "$HERE/lab.sh" "$cmd" "${all[@]}"
+    fi
+    if [ "$cmd" = up ]; then
+        a=$(cmd_up_retry "${args[@]}") || exit 1
+        printf '%s\n' "$a"
+        [ -z "$rel" ] || echo "$rel" >"${a##*$'\n'}/release"
+    else
+        cmd_down "${args[@]}"
+    fi
+}
+HERE=$(cd "$(dirname "$0")" && pwd)
+
 case ${1:-} in
-    up) shift; cmd_up_retry "$@" ;;
-    down) shift; cmd_down "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] | lab.sh down DIR" >&2; exit 2 ;;
+    up | down) release_hook "$@" ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

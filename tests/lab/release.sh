@@ -40,10 +40,11 @@ suite_of() {
 # lab's tools; the PyTorch client; the packaging tools.
 PACKAGES=(
     slurmd slurmctld slurm-client munge libslurm-dev libpmi2-0-dev libpmix-dev
-    g++ make pkg-config hwloc libhwloc-dev
+    build-essential g++ make pkg-config hwloc libhwloc-dev
     python3 python3-torch
     iproute2 mount procps util-linux
-    dpkg-dev debhelper fakeroot lintian rpm man-db
+    dpkg-dev debhelper fakeroot lintian rpm man-db git
+    libmunge-dev perl # building Slurm itself from source (make lab-release)
 )
 
 native() {
