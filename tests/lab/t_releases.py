@@ -62,6 +62,23 @@ def refused(r, text):
     return "refused: " + text if r.returncode != 0 and text in r.stderr else "accepted (rc %d)" % r.returncode
 
 
+def build_trace(lab):
+    """tests/lab/helpers/spank_trace.c, built against this release's spank.h."""
+    so = os.path.join(lab.dir, "spank_trace.so")
+    cc = subprocess.run(["cc", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-o", so,
+                         os.path.join(HERE, "helpers", "spank_trace.c")], capture_output=True, text=True)
+    t.eq(cc.returncode, 0, "the trace plugin builds against this release's spank.h %s" % cc.stderr.strip()[-300:])
+    return so
+
+
+def traced_env(path, callback):
+    """(CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) as the trace plugin saw them
+    in `callback`; where the calls disagree, their values joined by '|'."""
+    lines = open(path).read().splitlines() if os.path.exists(path) else []
+    calls = [dict(kv.split("=", 1) for kv in l.split()[1:]) for l in lines if l.startswith(callback + " ")]
+    return tuple("|".join(sorted({c.get(v, "?") for c in calls})) for v in ("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS"))
+
+
 SEED = "-N2 -n5 --gpus-per-task=1"
 
 with Lab() as lab:
@@ -108,10 +125,7 @@ with Lab() as lab:
         check("srun --mpi=list: the PMIx plugin", versions, {"22.05": ["pmix_v4"], "24.11": ["pmix_v5"]})
 
         print("-- SPANK: option callbacks in slurmstepd")
-        trace_so = os.path.join(lab.dir, "spank_trace.so")
-        cc = subprocess.run(["cc", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-o", trace_so,
-                             os.path.join(HERE, "helpers", "spank_trace.c")], capture_output=True, text=True)
-        t.eq(cc.returncode, 0, "the trace plugin builds against this release's spank.h %s" % cc.stderr.strip()[-300:])
+        trace_so = build_trace(lab)
         trace = os.path.join(lab.dir, "trace.log")
         lab.plugstack(raw="required %s\noptional %s file=%s" % (lab.plugin, trace_so, trace))
         r = lab.srun("-N1 -n1 --trace-probe", ["true"])
@@ -145,6 +159,23 @@ with Lab() as lab:
         check("--gpu-bind=none: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, GPUs it can open",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "open"),
               {"22.05": (None, None, "0,1,2,"), "24.11": ("0,1,2", "0,1,2", "0,1,2,")})
+        # What the plugin sees: the step's environment in user_init (once
+        # per node) and task_init (per task), through a second plugin.
+        trace_so = build_trace(lab)
+        trace = os.path.join(lab.dir, "trace.log")
+        lab.plugstack(raw="required %s\noptional %s file=%s vars=CUDA_VISIBLE_DEVICES,SLURM_STEP_GPUS"
+                      % (lab.plugin, trace_so, trace))
+        for args, cells in (
+                ("", {"22.05": ("0,1,2", "0,1,2", "0", "0"), "24.11": ("0,1,2", "0,1,2", "0", "0")}),
+                (" --gpu-bind=none", {"22.05": ("0,1,2", "0,1,2", "-", "-"),
+                                      "24.11": ("0,1,2", "0,1,2", "0,1,2", "0,1,2")})):
+            if os.path.exists(trace):
+                os.unlink(trace)
+            lab.srun("-N1 -n3 --gpus-per-task=1" + args, ["true"])
+            got = traced_env(trace, "user_init") + traced_env(trace, "task_init")
+            check("-N1 -n3 --gpus-per-task=1%s: CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS in user_init; "
+                  "in task_init (every task)" % args, got, cells)
+        lab.plugstack("")
         rows, r = tasks(lab, SEED + " --gres-flags=allow-task-sharing")
         check("--gres-flags=allow-task-sharing: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, GPUs it can open",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "open") if rows else
