@@ -1,7 +1,9 @@
 # dist-bind: SPANK plugin + runtime library.
 #
 #   make            build everything into build/
-#   make check      every test (unit under ASan/UBSan, the lab, PyTorch)
+#   make check      every test (unit under ASan/UBSan, the lab, PyTorch), the
+#                   lab and package tests also on Slurm 24.11 (tests/lab/release.sh)
+#   make check-quick the same on this machine's Slurm only
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (tests/fuzz)
@@ -46,7 +48,7 @@ PLUGIN_LIBS   :=
 PLUGIN_CFLAGS :=
 INSTALL_TARGETS := install-plugin install-man
 
-.PHONY: all check demo bench install install-plugin install-man deps clean
+.PHONY: all check check-quick release-build demo bench install install-plugin install-man deps clean
 # Keep object files make would treat as intermediate.
 .SECONDARY:
 all: build-all
@@ -105,9 +107,20 @@ deps:
 	@packaging/deps.sh
 
 # make check T="lab unit" runs only those levels (or tests whose name matches).
-check: deps
+# The lab and package tests run again on every other Slurm release
+# tests/lab/release.sh knows (each in its own Debian root, made once and
+# cached under build/roots/, built into build/slurm-RELEASE/);
+# check-quick leaves those out.
+check: deps release-build
 	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
 	@tests/run.sh $(T)
+
+check-quick: deps
+	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
+	@DIST_BIND_LAB_RELEASES= tests/run.sh $(T)
+
+release-build:
+	@for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do tests/lab/release.sh build $$r || exit 1; done
 
 demo: deps
 	@$(MAKE) --no-print-directory build-all

@@ -11,6 +11,17 @@ SLURM_RELEASE := $(shell dpkg-query -W -f='$${Version}' libslurm-dev 2>/dev/null
 PKG_SRC       := $(B)/pkg-src/dist-bind-$(DB_VERSION)
 
 .PHONY: deb rpm pkg-src
+
+# SLURM=24.11: build inside that release's root (tests/lab/release.sh), into
+# $(B)/slurm-24.11/deb and .../rpm.
+ifneq ($(SLURM),)
+ifneq ($(SLURM),$(shell tests/lab/release.sh native))
+deb rpm:
+	tests/lab/release.sh run $(SLURM) $(MAKE) --no-print-directory $@ B=$(B)/slurm-$(SLURM)
+SLURM_ELSEWHERE := 1
+endif
+endif
+ifeq ($(SLURM_ELSEWHERE),)
 pkg-src:
 	rm -rf $(B)/pkg-src && mkdir -p $(PKG_SRC)
 	if git rev-parse --git-dir >/dev/null 2>&1; then \
@@ -32,3 +43,4 @@ rpm: deps pkg-src
 	    --define "dist_bind_version $(DB_VERSION)" --define "slurm_version $(SLURM_RELEASE)" \
 	    packaging/rpm/dist-bind.spec
 	@find $(B)/rpm/RPMS -name '*.rpm'
+endif

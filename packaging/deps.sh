@@ -2,6 +2,8 @@
 # Install the Debian packages dist-bind needs to build and test, if missing.
 # As root only; otherwise list what is missing and carry on.
 set -euo pipefail
+# Inside a release's root (tests/lab/release.sh) its package list applies.
+[ -z "${DIST_BIND_IN_RELEASE:-}" ] || exit 0
 pkgs=(
   g++ make pkg-config check            # build, unit tests
   libslurm-dev libpmi2-0-dev libpmix-dev  # spank.h, slurm.h, PMI2, PMIx
@@ -12,6 +14,7 @@ pkgs=(
   dpkg-dev debhelper lintian rpm man-db   # make deb / make rpm, their tests
   libsodium-dev                        # the TCP bootstrap's HMAC-SHA256
   clang-14 libclang-rt-14-dev          # make fuzz (libFuzzer)
+  mmdebstrap                           # the Debian 13 root of the Slurm 24.11 lab
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,9 +9,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <slurm/slurm_version.h>
+
 #include "glue.h"
 
 SPANK_PLUGIN(dist_bind, 1);
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+/* A required plugin's failed slurm_spank_init fails slurmstepd's set-up,
+ * and for a batch step slurmctld then drains the node.  From 25.05 a
+ * plugin can say the job is at fault instead.  Ours fails init only in
+ * srun/salloc/sbatch (where this value is never used), so this is a
+ * safety net: a user's bad option or a refused step never drains a node. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 struct db_glue db_glue;
 
@@ -67,6 +78,13 @@ db_request db_glue_effective(void) {
     return db_effective(&db_glue.cfg, db_glue.opt_given ? &db_glue.opt : NULL);
 }
 
+/* In srun/salloc/sbatch a failure here refuses the command.  slurmstepd
+ * never fails here: a required plugin's failed init fails the batch step,
+ * which makes slurmctld drain the node on every release (22.05 to 25.11).
+ * There user_init reports a bad configuration and fails the tasks of a
+ * step that asked for dist-bind instead; an option that cannot be
+ * registered here could not be registered in srun either, so no step
+ * carries it. */
 int slurm_spank_init(spank_t sp, int ac, char **av) {
     spank_context_t c = spank_context();
     int rc = 0;
@@ -83,7 +101,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
             rc = -1;
         }
     }
-    return rc;
+    return c == S_CTX_REMOTE ? 0 : rc;
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {

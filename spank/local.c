@@ -46,10 +46,10 @@ static int rank0_node(uint32_t job, uint32_t step, char *name, size_t len) {
     uint32_t n, t;
 
     if (!get || !destroy) return -1;
-    memset(&id, 0, sizeof id);
-    id.job_id = job;
-    id.step_id = step;
-    id.step_het_comp = NO_VAL;
+    /* Named fields: from 24.11 the struct starts with a sluid, left 0
+     * (Slurm's own initializer's value) so slurmctld finds the step by
+     * job and step id. */
+    id = (slurm_step_id_t){.job_id = job, .step_het_comp = NO_VAL, .step_id = step};
     l = get(&id);
     if (!l) {
         slurm_error(DB_PREFIX "cannot get the layout of step %u.%u from slurmctld", job, step);

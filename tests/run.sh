@@ -16,6 +16,13 @@
 # lab/t_name[config].  DIST_BIND_LAB_CONFIGS limits the configurations run
 # (default: all).
 #
+# Lab and package tests also run on each other Slurm release in
+# DIST_BIND_LAB_RELEASES (default: every release tests/lab/release.sh
+# knows, e.g. 24.11; empty: none), inside that release's root: configuration
+# "24.11" for plain, "24.11,cgroup" for cgroup, reported as
+# lab/t_name[24.11,cgroup].  A test with a line "# lab-releases: native"
+# runs on this machine's release only.
+#
 # Each test's output goes to build/test-logs/; a failing test's tail is
 # printed.  The last line is the summary: "N passed, N failed, N skipped".
 set -uo pipefail
@@ -26,6 +33,7 @@ mkdir -p "$LOGS"
 TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
 LEVELS=(unit topology exchange pkg lab gpu)
 LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup})
+LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/release.sh list)})
 
 # The configurations a lab test runs in, among those enabled.
 lab_configs() {
@@ -33,6 +41,17 @@ lab_configs() {
     want=$(sed -n 's/^# lab-configs: *//p' "$1" | head -1)
     for c in ${want:-plain}; do
         case " ${LAB_CONFIGS[*]} " in *" $c "*) echo "$c" ;; esac
+    done
+}
+
+# The same for every other release: "24.11" and "24.11,cgroup".
+release_configs() {
+    local r c
+    grep -q '^# lab-releases: *native' "$1" && return 0
+    for r in ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; do
+        for c in ${2:-plain}; do
+            if [ "$c" = plain ]; then echo "$r"; else echo "$r,$c"; fi
+        done
     done
 }
 
@@ -45,7 +64,12 @@ for level in "${LEVELS[@]}"; do
     for s in "$ROOT"/tests/"$level"/t_*.sh "$ROOT"/tests/"$level"/t_*.py; do
         [ -f "$s" ] || continue
         if [ "$level" = lab ]; then
-            for c in $(lab_configs "$s"); do tests+=("$level:$s@$c"); done
+            for c in $(lab_configs "$s") $(release_configs "$s" "$(lab_configs "$s")"); do
+                tests+=("$level:$s@$c")
+            done
+        elif [ "$level" = pkg ]; then
+            tests+=("$level:$s")
+            for c in $(release_configs "$s"); do tests+=("$level:$s@$c"); done
         else
             tests+=("$level:$s")
         fi
@@ -59,7 +83,8 @@ for t in "${tests[@]}"; do
         name=${t#*:}; config=""
         [[ "$name" == *@* ]] && config=${name##*@}
         name=$(basename "${name%@*}")
-        if [ "${t%%:*}" = "$want" ] || [[ "$name" == *"$want"* ]] || [ "$config" = "$want" ]; then
+        if [ "${t%%:*}" = "$want" ] || [[ "$name" == *"$want"* ]] || [ "$config" = "$want" ] \
+            || [[ ",$config," == *",$want,"* ]]; then
             selected+=("$t"); break
         fi
     done

@@ -12,6 +12,7 @@
 // that never arrived.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <atomic>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "bounded.hh"
 #include "rt.hh"
@@ -183,6 +185,9 @@ struct Waiter {
     pmix_proc_t proc{};
     char key[PMIX_MAX_KEYLEN + 1] = "";
     pmix_info_t info[1];
+    // A get's value, copied in the callback (PMIx owns it only until then).
+    bool is_bytes = false;
+    std::string bytes;
 
     void finish(pmix_status_t st, bool f = false) {
         std::lock_guard<std::mutex> lock(mu);
@@ -211,6 +216,17 @@ void get_done(pmix_status_t st, pmix_value_t *, void *cbdata) {
     delete w;
 }
 
+void get_value_done(pmix_status_t st, pmix_value_t *v, void *cbdata) {
+    auto *w = static_cast<std::shared_ptr<Waiter> *>(cbdata);
+    {
+        std::lock_guard<std::mutex> lock((*w)->mu);
+        (*w)->is_bytes = st == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT;
+        if ((*w)->is_bytes && v->data.bo.size) (*w)->bytes.assign(v->data.bo.bytes, v->data.bo.size);
+    }
+    (*w)->finish(st, st == PMIX_SUCCESS && v);
+    delete w;
+}
+
 class PmixExchange final : public Exchange {
   public:
     explicit PmixExchange(const ExchangeConfig &c) : c_(c), s_(session(c.timeout_s)) {
@@ -230,19 +246,20 @@ class PmixExchange final : public Exchange {
         std::string what = begin("broadcast");
         put(c_.rank == root ? buf : nullptr, c_.rank == root ? len : 0);
         fence(what);
-        if (c_.rank != root) fetch(what, root, buf, len);
+        if (c_.rank != root) fetch(what, root, buf, len, deadline());
     }
 
     void allgather(const void *send, size_t len, void *recv) override {
         std::string what = begin("allgather");
         put(send, len);
         fence(what);
+        const Clock::time_point until = deadline();
         for (int r = 0; r < c_.world; r++) {
             uint8_t *dst = static_cast<uint8_t *>(recv) + static_cast<size_t>(r) * len;
             if (r == c_.rank) {
                 if (len) std::memmove(dst, send, len);
             } else {
-                fetch(what, r, dst, len);
+                fetch(what, r, dst, len, until);
             }
         }
     }
@@ -260,6 +277,10 @@ class PmixExchange final : public Exchange {
     }
 
     std::string key() const { return "distbind." + std::to_string(seq_); }
+
+    Clock::time_point deadline() const {
+        return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
+    }
 
     [[noreturn]] void broken(distbind_status st, const std::string &msg) {
         broken_ = msg;
@@ -308,8 +329,7 @@ class PmixExchange final : public Exchange {
             delete hold;
             broken(DISTBIND_ERR_SYSTEM, what + " failed: PMIx_Fence: " + s_->err(rc));
         }
-        auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
-        if (!w->wait_until(until)) {
+        if (!w->wait_until(deadline())) {
             s_->wedged = true;
             broken(DISTBIND_ERR_TIMEOUT, what + " failed: " + absent() + " (seen by rank " + std::to_string(c_.rank) +
                                              ", PMIx)");
@@ -353,10 +373,14 @@ class PmixExchange final : public Exchange {
         return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) + " did not arrive within " + buf;
     }
 
-    // After a collecting fence every rank's data is in PMIx's local copy:
-    // PMIX_OPTIONAL keeps PMIx from asking the server instead (a direct
-    // modex, with no bound of its own) when it is not.
-    void fetch(const std::string &what, int rank, void *dst, size_t len) {
+    // After a collecting fence PMIx 3 and 4 (Slurm's pmix_v3/v4, Debian 12)
+    // have every rank's data in the client's own copy: PMIX_OPTIONAL reads
+    // it there without asking the server (whose direct modex has no bound
+    // of its own).  PMIx 5 (Slurm's pmix_v5, Debian 13) leaves the fence's
+    // data with the node's server and hands it over only when asked: then
+    // the local copy says PMIX_ERR_NOT_FOUND, and the server is asked,
+    // bounded by PMIX_TIMEOUT and by this collective's deadline.
+    void fetch(const std::string &what, int rank, void *dst, size_t len, Clock::time_point until) {
         pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(rank));
         pmix_value_t *v = nullptr;
         std::string k = key();
@@ -366,17 +390,59 @@ class PmixExchange final : public Exchange {
         info[0].value.type = PMIX_BOOL;
         info[0].value.data.flag = true;
         pmix_status_t rc = s_->get(&p, k.c_str(), info, 1, &v);
-        if (rc != PMIX_SUCCESS || !v)
+        if (rc == PMIX_SUCCESS && v) {
+            const bool bytes = v->type == PMIX_BYTE_OBJECT;
+            const bool ok = take(bytes, bytes ? v->data.bo.bytes : nullptr, bytes ? v->data.bo.size : 0, dst, len);
+            const size_t got = bytes ? v->data.bo.size : 0;
+            s_->value_destruct(v);
+            free(v);
+            if (!ok) mismatch(what, rank, got, len);
+            return;
+        }
+        if (rc != PMIX_ERR_NOT_FOUND)
             broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
-        bool ok = v->type == PMIX_BYTE_OBJECT && v->data.bo.size == len;
-        size_t got = v->type == PMIX_BYTE_OBJECT ? v->data.bo.size : 0;
-        if (ok && len) std::memcpy(dst, v->data.bo.bytes, len);
-        s_->value_destruct(v);
-        free(v);
-        if (!ok)
-            broken(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(rank) + " passed " + std::to_string(got) +
-                                          " bytes but rank " + std::to_string(c_.rank) + " expected " +
-                                          std::to_string(len) + " (every rank must pass the same size and root)");
+        auto w = std::make_shared<Waiter>();
+        std::memset(w->info, 0, sizeof w->info);
+        load_key(w->info[0].key, PMIX_TIMEOUT);
+        w->info[0].value.type = PMIX_INT;
+        const double left = std::chrono::duration<double>(until - Clock::now()).count();
+        w->info[0].value.data.integer = std::max(1, static_cast<int>(std::ceil(left)));
+        w->proc = p;
+        load_key(w->key, k.c_str());
+        auto *hold = new std::shared_ptr<Waiter>(w);
+        rc = s_->get_nb(&w->proc, w->key, w->info, 1, get_value_done, hold);
+        if (rc != PMIX_SUCCESS) {
+            delete hold;
+            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
+        }
+        if (!w->wait_until(until)) {
+            s_->wedged = true;  // its callback may still come
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
+            broken(DISTBIND_ERR_TIMEOUT, what + " failed: the PMIx server did not hand over rank " + std::to_string(rank) +
+                                             "'s data within " + buf + " (seen by rank " + std::to_string(c_.rank) + ")");
+        }
+        if (!w->found)
+            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " +
+                                          s_->err(w->rc));
+        std::unique_lock<std::mutex> lock(w->mu);
+        if (!take(w->is_bytes, w->bytes.data(), w->bytes.size(), dst, len)) {
+            const size_t got = w->is_bytes ? w->bytes.size() : 0;
+            lock.unlock();
+            mismatch(what, rank, got, len);
+        }
+    }
+
+    static bool take(bool bytes, const char *data, size_t size, void *dst, size_t len) {
+        if (!bytes || size != len) return false;
+        if (len) std::memcpy(dst, data, len);
+        return true;
+    }
+
+    [[noreturn]] void mismatch(const std::string &what, int rank, size_t got, size_t len) {
+        broken(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(rank) + " passed " + std::to_string(got) +
+                                      " bytes but rank " + std::to_string(c_.rank) + " expected " + std::to_string(len) +
+                                      " (every rank must pass the same size and root)");
     }
 };
 

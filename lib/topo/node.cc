@@ -43,6 +43,25 @@ size_t gpus_per_task(const char *v) {
     return static_cast<size_t>(k);
 }
 
+// From 23.11 srun and sbatch pass --gpus-per-task only inside
+// SLURM_TRES_PER_TASK ("cpu=4,gres/gpu=2", "gres/gpu:type=2"); 0 when it
+// names no GPUs.
+size_t tres_gpus_per_task(const char *v) {
+    std::string_view s(v);
+    while (!s.empty()) {
+        const size_t comma = s.find(',');
+        const std::string_view item = s.substr(0, comma);
+        s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+        if (item.substr(0, 8) != "gres/gpu" || (item.size() > 8 && item[8] != '=' && item[8] != ':')) continue;
+        const size_t eq = item.rfind('=');
+        uint64_t k;
+        if (eq == std::string_view::npos || !parse_uint(item.substr(eq + 1), 1u << 16, k) || k == 0)
+            throw Error(quoted("SLURM_TRES_PER_TASK", v) + ": expected a GPU count (gres/gpu=N or gres/gpu:TYPE=N)");
+        return static_cast<size_t>(k);
+    }
+    return 0;
+}
+
 // The numbers Slurm knows the step's GPUs by on this node: with cgroup
 // device confinement CUDA_VISIBLE_DEVICES counts from 0 inside the step,
 // while SLURM_STEP_GPUS keeps the node's numbering, position for position.
@@ -152,7 +171,9 @@ void choose_node(const db_topo_node_request &rq, db_topo_node_result &r) {
     if (!rq.step_cores || !*rq.step_cores) throw Error("Slurm did not say which cores the step has (S_STEP_ALLOC_CORES)");
     const std::vector<std::string> ids = slurm_ids(rq);
     const char *gpt = env_get(rq.env, "SLURM_GPUS_PER_TASK");
-    const size_t k = gpt ? gpus_per_task(gpt) : rq.ntasks == 1 ? rq.ngpus : 1;
+    const char *tpt = env_get(rq.env, "SLURM_TRES_PER_TASK");
+    const size_t given = gpt ? gpus_per_task(gpt) : tpt ? tres_gpus_per_task(tpt) : 0;
+    const size_t k = given ? given : rq.ntasks == 1 ? rq.ngpus : 1;
     const Dist dist = parse_distribution(env_get(rq.env, "SLURM_DISTRIBUTION"));
     const std::vector<unsigned> cores = parse_list(rq.step_cores, "S_STEP_ALLOC_CORES");
 

@@ -4,11 +4,13 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA]
+#               [--cgroup] [--cli-filter LUA] [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
-#                  --cli-filter: cli_filter/lua with that script)
+#                  --cli-filter: cli_filter/lua with that script;
+#                  --release: that Slurm release's daemons, in its root,
+#                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
 #
 # LAB_SLURMD_ENV="K=V ..." is added to slurmd's (and so slurmstepd's)
@@ -60,9 +62,14 @@ pid_alive() {
 }
 
 # The processes of this lab's nodes: everything inside the mount namespaces
-# the slurmds were started in (recorded by `up`), slurmstepds included.
+# the slurmds were started in (recorded by `up`), slurmstepds included, but
+# the holders.  A holder (a sleep started in each node's namespace) keeps
+# the namespace alive until the very end of `down`: the kernel gives a
+# freed namespace's number to the next one made on the machine, so without
+# it the kill loops could hit another lab's (or anyone's) processes.
 ns_pids() {
-    local d=$1 ns f mine nss="" pid
+    local d=$1 ns f mine nss="" pid holders
+    holders=" $(cat "$d"/node?/holder.pid 2>/dev/null | tr '\n' ' ') "
     mine=$(readlink /proc/self/ns/mnt)
     for f in "$d"/node?/mntns; do
         [ -s "$f" ] || continue
@@ -78,6 +85,7 @@ ns_pids() {
         case "$nss " in *" $target "*) ;; *) continue ;; esac
         pid=${path#\'/proc/}; pid=${pid%%/*}
         [[ "$pid" =~ ^[0-9]+$ ]] && [ "$pid" -gt 1 ] || continue
+        case $holders in *" $pid "*) continue ;; esac
         pid_alive "$pid" && echo "$pid"
     done
     return 0
@@ -154,6 +162,8 @@ cmd_down() {
     fi
     left=$(ns_pids "$d" | tr '\n' ' ')
     [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
+    stop_pidfile "$d/node1/holder.pid"
+    stop_pidfile "$d/node2/holder.pid"
     cgroup_remove "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
 }
@@ -295,7 +305,7 @@ CONF
         # The namespace is recorded before slurmd starts, so `down` finds
         # every process of the node, whatever happens next.
         unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
             >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
     done
     if ! wait_for 30 lab_ready "$d"; then
@@ -336,8 +346,33 @@ cmd_up_retry() {
     die "the lab did not start (see messages above)"
 }
 
+# --release R: the lab of another Slurm release, run inside its root
+# (release.sh); DIR/release remembers it for `down`.
+release_hook() {
+    local cmd=$1 rel="" a args=(); shift
+    local all=("$@")
+    if [ "$cmd" = up ]; then
+        while [ $# -gt 0 ]; do
+            if [ "$1" = --release ]; then rel=${2:?--release RELEASE}; shift 2; else args+=("$1"); shift; fi
+        done
+    else
+        args=("$@")
+        [ -f "${1:-}/release" ] && rel=$(cat "$1/release")
+    fi
+    if [ -n "$rel" ] && [ "${DIST_BIND_IN_RELEASE:-}" != "$rel" ] && [ "$rel" != "$("$HERE/release.sh" native)" ]; then
+        exec "$HERE/release.sh" run "$rel" "$HERE/lab.sh" "$cmd" "${all[@]}"
+    fi
+    if [ "$cmd" = up ]; then
+        a=$(cmd_up_retry "${args[@]}") || exit 1
+        printf '%s\n' "$a"
+        [ -z "$rel" ] || echo "$rel" >"${a##*$'\n'}/release"
+    else
+        cmd_down "${args[@]}"
+    fi
+}
+HERE=$(cd "$(dirname "$0")" && pwd)
+
 case ${1:-} in
-    up) shift; cmd_up_retry "$@" ;;
-    down) shift; cmd_down "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] | lab.sh down DIR" >&2; exit 2 ;;
+    up | down) release_hook "$@" ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

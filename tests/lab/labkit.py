@@ -17,13 +17,17 @@ import shutil
 import subprocess
 import sys
 
+import releasekit
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import devmodel  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(ROOT, "build", "spank_dist_bind.so"))
+# build/, or build/slurm-RELEASE/ inside another release's root (releasekit).
+BUILD = os.environ.get("DIST_BIND_BUILD", os.path.join(ROOT, "build"))
+PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(BUILD, "spank_dist_bind.so"))
 PROBE = os.path.join(HERE, "probe.sh")
-SAN_PLUGIN = os.path.join(ROOT, "build", "asan", "spank_dist_bind.so")
+SAN_PLUGIN = os.path.join(BUILD, "asan", "spank_dist_bind.so")
 CLI_FILTER = os.path.join(ROOT, "packaging", "cli_filter", "cli_filter.lua")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
@@ -84,9 +88,10 @@ class Test:
 def lab_config():
     """The lab configuration this run is for (tests/run.sh sets
     DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
-    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes)."""
+    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes), and
+    a Slurm release such as "24.11" (releasekit)."""
     words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
-    unknown = words - {"plain", "cgroup"}
+    unknown = {w for w in words - {"plain", "cgroup"} if not releasekit.RELEASE_WORD.match(w)}
     if unknown:
         raise SystemExit("DIST_BIND_LAB_CONFIG: unknown words %s" % sorted(unknown))
     return words
@@ -460,3 +465,7 @@ def unbound_own(base):
     """Without per-task binding, local task i owns the i-th step GPU."""
     alloc = devmodel.node_alloc(base)
     return lambda r: [alloc[base[r]["SLURMD_NODENAME"]][int(base[r]["SLURM_LOCALID"])]]
+
+
+# A configuration naming another Slurm release runs this test in its root.
+releasekit.enter(lab_config())

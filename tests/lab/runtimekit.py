@@ -6,9 +6,8 @@ import shutil
 import subprocess
 import tempfile
 
-from labkit import ROOT, skip
+from labkit import BUILD, ROOT, skip
 
-BUILD = os.path.join(ROOT, "build")
 WORKER = os.path.join(BUILD, "rt-tests", "xchg_worker")
 CHECK = os.environ.get("DIST_BIND_CHECK", os.path.join(BUILD, "dist-bind-check"))
 
@@ -27,7 +26,8 @@ class Installed:
         self.dir = tempfile.mkdtemp(prefix="dist-bind-install.")
         os.chmod(self.dir, 0o755)
         r = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "install", "DESTDIR=" + self.dir,
-                            "PREFIX=/usr"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            "PREFIX=/usr", "B=" + os.path.relpath(BUILD, ROOT)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             raise RuntimeError("make install failed:\n" + r.stdout)
         libdirs = [os.path.join(d, "pkgconfig") for d, _, files in os.walk(self.dir) if "libdistbind.so" in files]

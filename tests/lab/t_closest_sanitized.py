@@ -19,3 +19,4 @@ with Lab(sanitize_dir=logs) as lab:
 # The lab is down: every slurmstepd has exited and written its report.
 check_sanitizer_reports(t, logs)
 t.done()
+# lab-releases: native (the sanitizer runtimes are this machine's)

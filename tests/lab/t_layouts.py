@@ -20,7 +20,7 @@ with Lab() as lab:
     check_mapping(t, base, lab.table(job + " --dist-bind"), "rank", bound_own(base))
 
     print("-- arbitrary, rank 0 on node2")
-    job = "-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --gpus-per-node=4"
+    job = "-n5 -m arbitrary -w node2,node1,node2,node1,node2 --gpus-per-node=4"
     base = lab.table(job)
     t.eq(base[0]["SLURMD_NODENAME"] if base else None, "node2", "baseline: rank 0 on node2")
     fixed = lab.table(job + " --dist-bind")

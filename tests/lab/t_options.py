@@ -72,7 +72,7 @@ with Lab() as lab:
     lab.plugstack("master_addr=addr")
     a = lab.table(job + " --dist-bind")
     t.eq({x["MASTER_ADDR"] for x in a.values()}, {"127.0.0.2"}, "master_addr=addr gives node1's NodeAddr")
-    a = lab.table("-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind")
+    a = lab.table("-n5 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind")
     t.eq({x["MASTER_ADDR"] for x in a.values()}, {"127.0.0.3"}, "master_addr=addr, rank 0 on node2")
     lab.plugstack("master_addr=name")
     a = lab.table("-N1 -n2 -w node2 --dist-bind")

@@ -13,7 +13,7 @@ job = "-N2 -n5 --gpus-per-task=1"
 with Lab(sanitize_dir=logs) as lab:
     map_gpu = "-N2 -n5 --gpus-per-node=4 --gpu-bind=map_gpu:1,0,3 --dist-bind"
     good = [job + " --dist-bind=verbose", job + " --dist-bind=isolate", job + " --dist-bind=closest,verbose",
-            "-N2 -n3 --gpus-per-task=2 --dist-bind", "-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind",
+            "-N2 -n3 --gpus-per-task=2 --dist-bind", "-n5 -m arbitrary -w node2,node1,node2,node1,node2 --dist-bind",
             "-N2 -n5 --dist-bind", "-N1 -n3 --gpus-per-node=2 --dist-bind=share",
             job + " --gpu-bind=none --dist-bind=env,verbose"]
     bad = [("-N1 -n3 --gpus-per-node=2 --dist-bind", None, "more tasks than GPUs"),
@@ -43,3 +43,4 @@ with Lab(sanitize_dir=logs) as lab:
 # The lab is down: slurmd and every slurmstepd have exited and written their reports.
 check_sanitizer_reports(t, logs)
 t.done()
+# lab-releases: native (the sanitizer runtimes are this machine's)

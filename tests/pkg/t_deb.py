@@ -8,7 +8,7 @@ import glob, os, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
-from labkit import Test, skip
+from labkit import BUILD, Test, skip
 
 if os.geteuid() != 0:
     skip("installing packages needs root")
@@ -36,9 +36,9 @@ def installed(pkg):
     return "install ok installed" in r.stdout
 
 
-r = run(["make", "-s", "deb"], cwd=ROOT)
+r = run(["make", "-s", "deb", "B=" + os.path.relpath(BUILD, ROOT)], cwd=ROOT)
 t.eq(r.returncode, 0, "make deb")
-debs = {p: glob.glob(os.path.join(ROOT, "build", "deb", "%s_*.deb" % p)) for p in PKGS}
+debs = {p: glob.glob(os.path.join(BUILD, "deb", "%s_*.deb" % p)) for p in PKGS}
 t.ok(all(len(v) == 1 for v in debs.values()), "one .deb per package: %s" % debs)
 if not all(len(v) == 1 for v in debs.values()):
     t.done()
@@ -57,8 +57,11 @@ deps = run(["dpkg-deb", "-f", debs["slurm-spank-dist-bind"][0], "Depends"]).stdo
 slurm = run(["dpkg-query", "-W", "-f=${Version}", "libslurm-dev"]).stdout.split("-")[0]
 t.ok("slurm-wlm-basic-plugins (>= %s)" % slurm in deps and "slurm-wlm-basic-plugins (<< " in deps,
      "Depends pinned to Slurm %s: %s" % (slurm, deps.strip()))
+for p in PKGS:
+    version = run(["dpkg-deb", "-f", debs[p][0], "Version"]).stdout.strip()
+    t.ok(version.endswith("+slurm" + slurm), "%s's version %s carries Slurm %s" % (p, version, slurm))
 
-changes = glob.glob(os.path.join(ROOT, "build", "deb", "*.changes"))
+changes = glob.glob(os.path.join(BUILD, "deb", "*.changes"))
 r = run(["lintian", "--fail-on", "error"] + changes)
 t.eq(r.returncode, 0, "lintian reports no errors")
 t.ok(" E: " not in r.stdout and not r.stdout.startswith("E:"), "no E: lines from lintian")

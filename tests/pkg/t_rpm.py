@@ -6,19 +6,20 @@ import glob, os, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
-from labkit import Test, skip
+from labkit import BUILD, Test, skip
 
 if subprocess.run(["which", "rpmbuild"], capture_output=True).returncode != 0:
     skip("rpmbuild not installed (make deps)")
 t = Test("rpm")
-r = subprocess.run(["make", "-s", "rpm"], cwd=ROOT, capture_output=True, text=True)
+r = subprocess.run(["make", "-s", "rpm", "B=" + os.path.relpath(BUILD, ROOT)], cwd=ROOT, capture_output=True,
+                   text=True)
 t.eq(r.returncode, 0, "make rpm")
 if r.returncode:
     print(r.stdout[-3000:], r.stderr[-3000:])
 slurm = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libslurm-dev"], capture_output=True,
                        text=True).stdout.split("-")[0]
-main = glob.glob(os.path.join(ROOT, "build", "rpm", "RPMS", "*", "dist-bind-0*.rpm"))
-devel = glob.glob(os.path.join(ROOT, "build", "rpm", "RPMS", "*", "dist-bind-devel-*.rpm"))
+main = glob.glob(os.path.join(BUILD, "rpm", "RPMS", "*", "dist-bind-0*.rpm"))
+devel = glob.glob(os.path.join(BUILD, "rpm", "RPMS", "*", "dist-bind-devel-*.rpm"))
 t.eq((len(main), len(devel)), (1, 1), "dist-bind and dist-bind-devel RPMs built")
 if main and devel:
     q = lambda *a: subprocess.run(["rpm"] + list(a), capture_output=True, text=True).stdout

@@ -216,6 +216,13 @@ static const struct node_row node_rows[] = {
      "2,3/0/hsi1;0,1/2/hsi0", NULL},
     {"GPUs per task with a type", TIOGA, "SLURM_GPUS_PER_TASK=mi250x:2", "0,1,2,3,4,5,6,7", 1, "16", 2, NULL,
      "2,3/1/hsi1", NULL},
+    /* 23.11 and later: only SLURM_TRES_PER_TASK says it. */
+    {"GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=cpu=32,gres/gpu=2", "0,1,2,3,4,5,6,7", 2,
+     "0-63", 64, NULL, "2,3/0/hsi1;0,1/2/hsi0", NULL},
+    {"typed GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu:mi250x=2",
+     "0,1,2,3,4,5,6,7", 1, "16", 2, NULL, "2,3/1/hsi1", NULL},
+    {"SLURM_TRES_PER_TASK without GPUs", TIOGA, "SLURM_TRES_PER_TASK=cpu=2,gres/gpuish=3", "0,4", 1, "0", 1, NULL,
+     "1,0/0/hsi2,hsi0", NULL},
     /* A node's only task without --gpus-per-task owns all its GPUs, nearest first. */
     {"only task owns all", TIOGA, "", "0,4", 1, "0", 1, NULL, "1,0/0/hsi2,hsi0", NULL},
     {"distribution from srun", TIOGA, "SLURM_DISTRIBUTION=block:block", "0,1,2,3,4,5,6,7", 2, "0-31", 32, NULL,
@@ -241,6 +248,8 @@ static const struct node_row node_rows[] = {
     {"step core outside", TIOGA, "", "0,1", 2, "0,64", 1, NULL, NULL, "step core 64 is outside the machine (64 cores)"},
     {"bad GPUs per task", TIOGA, "SLURM_GPUS_PER_TASK=two", "0,1", 2, "0-1", 1, NULL, NULL,
      "SLURM_GPUS_PER_TASK=\"two\"&expected a count"},
+    {"bad SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu=two", "0,1", 2, "0-1", 1, NULL, NULL,
+     "SLURM_TRES_PER_TASK=\"gres/gpu=two\"&expected a GPU count"},
     {"bad distribution", TIOGA, "SLURM_DISTRIBUTION=block:sideways", "0,1", 2, "0-1", 1, NULL, NULL,
      "SLURM_DISTRIBUTION=\"block:sideways\""},
     /* Broken or hostile cache files: live discovery instead (whatever it
