@@ -42,6 +42,8 @@ PLUGIN     := $(B)/spank_dist_bind.so
 # Components add to these from their own build.mk (included below).
 BUILD_TARGETS := $(PLUGIN)
 TEST_BINS     :=
+# What the lab tests need beyond build-all (also built for other releases).
+LAB_BINS      :=
 BENCH_BINS    :=
 PLUGIN_OBJS   :=
 PLUGIN_LIBS   :=
@@ -120,7 +122,10 @@ check-quick: deps
 	@DIST_BIND_LAB_RELEASES= tests/run.sh $(T)
 
 release-build:
-	@for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do tests/lab/release.sh build $$r || exit 1; done
+	@for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do tests/lab/release.sh build $$r lab-bins || exit 1; done
+
+.PHONY: lab-bins
+lab-bins: build-all $(LAB_BINS)
 
 demo: deps
 	@$(MAKE) --no-print-directory build-all

@@ -56,6 +56,7 @@ $(TEST_PLUGIN): $(TEST_PLUGIN_OBJS) spank/exports.map
 	@mkdir -p $(@D)
 	$(CXX) -shared -o $@ $(TEST_PLUGIN_OBJS) $(LDHARDEN) -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
 TEST_BINS += $(TEST_PLUGIN)
+LAB_BINS  += $(TEST_PLUGIN)
 
 # dist-bind-check (tools/build.mk) links the dry run, tools/check_plan.cc.
 $(TOPO_LIB): $(TOPO_PIC) $(CORE_PIC)

@@ -41,6 +41,7 @@ $(B)/fake-oldnccl/libnccl.so.2: $(FAKE_SRC)/nccl.c $(FAKE_SRC)/fakegpu.h $(B)/fa
 FAKE_GPU := $(B)/fake/libfakegpu.so $(B)/fake/libcudart.so.13 $(B)/fake/libnccl.so.2 $(B)/fake/nvidia-smi \
             $(B)/fake-cuda12/libcudart.so.12 $(B)/fake-cuda12/libnccl.so.2 $(B)/fake-oldnccl/libnccl.so.2
 TEST_BINS += $(FAKE_GPU)
+LAB_BINS  += $(FAKE_GPU)
 endif
 endif
 

@@ -25,7 +25,10 @@ import devmodel  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # build/, or build/slurm-RELEASE/ inside another release's root (releasekit).
 BUILD = os.environ.get("DIST_BIND_BUILD", os.path.join(ROOT, "build"))
-PLUGIN = os.environ.get("DIST_BIND_PLUGIN", os.path.join(BUILD, "spank_dist_bind.so"))
+# DIST_BIND_PLUGIN_BUILD=test: the test build of the plugin (reads the test
+# knobs), of the release the test runs on.
+PLUGIN = os.environ.get("DIST_BIND_PLUGIN") or os.path.join(
+    BUILD, "test" if os.environ.get("DIST_BIND_PLUGIN_BUILD") == "test" else "", "spank_dist_bind.so")
 PROBE = os.path.join(HERE, "probe.sh")
 SAN_PLUGIN = os.path.join(BUILD, "asan", "spank_dist_bind.so")
 CLI_FILTER = os.path.join(ROOT, "packaging", "cli_filter", "cli_filter.lua")
@@ -466,6 +469,29 @@ def unbound_own(base):
     alloc = devmodel.node_alloc(base)
     return lambda r: [alloc[base[r]["SLURMD_NODENAME"]][int(base[r]["SLURM_LOCALID"])]]
 
+
+
+def slurm_at_least(release):
+    """Whether the lab's Slurm (this machine's, or the root's the test runs
+    in) is `release` ("23.11") or later."""
+    def key(r):
+        return tuple(int(x) for x in r.split("."))
+    return key(releasekit.native()) >= key(release)
+
+
+def nobind_lists(base, cgroup):
+    """What Slurm itself sets in CUDA_VISIBLE_DEVICES under --gpu-bind=none,
+    per rank: nothing on 22.05; from 23.11 (Slurm commit 657efad356) the
+    step's GPUs on the task's node, numbered inside the task's cgroup under
+    ConstrainDevices (the step's cgroup holds them all)."""
+    if not slurm_at_least("23.11"):
+        return [None] * len(base)
+    alloc = devmodel.node_alloc(base)
+    out = []
+    for _, row in sorted(base.items()):
+        gpus = alloc[row["SLURMD_NODENAME"]]
+        out.append(",".join(str(i) for i in (range(len(gpus)) if cgroup else gpus)))
+    return out
 
 # A configuration naming another Slurm release runs this test in its root.
 releasekit.enter(lab_config())

@@ -11,7 +11,7 @@ the user gave is left alone (and still fails clearly)."""
 # lab-configs: cgroup
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, PROBE, check_mapping, bound_own, unbound_own, parse_probe
+from labkit import Lab, Test, PROBE, check_mapping, bound_own, unbound_own, parse_probe, nobind_lists
 
 JOB = "-N2 -n5 --gpus-per-task=1"
 t = Test("cgroup")
@@ -43,8 +43,8 @@ with Lab(cli_filter=False) as lab:
         check_mapping(t, base, lab.table(JOB + " --dist-bind=" + mode), mode, bound_own(base))
     nobind = JOB + " --gpu-bind=none"
     base = lab.table(nobind)
-    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], [None] * 5,
-         "--gpu-bind=none: Slurm sets no list")
+    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], nobind_lists(base, lab.cgroup),
+         "--gpu-bind=none: Slurm's own lists (none before 23.11, the step's GPUs after)")
     t.eq([b["OPEN_"] for _, b in sorted(base.items())], ["0,1,2"] * 3 + ["0,1"] * 2,
          "--gpu-bind=none: every step GPU of the node openable")
     for mode in ("rank", "isolate", "closest"):

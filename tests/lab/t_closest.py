@@ -19,8 +19,7 @@ import sys
 
 # The fake driver view needs the test build of the plugin (the shipped one
 # never reads DIST_BIND_NVIDIA_PROC).
-os.environ.setdefault("DIST_BIND_PLUGIN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                       "build", "test", "spank_dist_bind.so"))
+os.environ["DIST_BIND_PLUGIN_BUILD"] = "test"
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, check_mapping, bound_own, parse_probe, ROOT
 

@@ -7,7 +7,7 @@ its own GPU, so rank refuses it there (t_cgroup has the details)."""
 # lab-configs: plain cgroup
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, unbound_own
+from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists
 from devmodel import own_from_slurm
 
 t = Test("layouts")
@@ -75,7 +75,8 @@ with Lab() as lab:
     print("-- --gpu-bind=none")
     job = "-N2 -n5 --gpus-per-task=1 --gpu-bind=none"
     base = lab.table(job)
-    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], [None] * 5, "baseline: Slurm sets no list")
+    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], nobind_lists(base, lab.cgroup),
+         "baseline: Slurm's own lists (none before 23.11, the step's GPUs after)")
     for mode in ("rank", "isolate"):
         check_mapping(t, base, lab.table(job + " --dist-bind=" + mode), mode, unbound_own(base))
     fixed = lab.table(job + " --dist-bind=env")
