@@ -7,7 +7,8 @@
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (tests/fuzz)
-#   make format-check  clang-format over the sources (also a test of make check)
+#   make format-check  clang-format over the sources (also a test of make check);
+#                   make format rewrites them
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deps       install missing Debian packages (as root); make check and
 #                   make demo run it first, nothing else does
@@ -119,7 +120,7 @@ TEST_BINS     :=
 BENCH_BINS    :=
 INSTALL_TARGETS :=
 
-.PHONY: all check check-quick release-build demo bench install deps format-check clean build-all
+.PHONY: all check check-quick release-build demo bench install deps format-check format clean build-all
 # Keep object files make would treat as intermediate.
 .SECONDARY:
 all: build-all
@@ -160,6 +161,8 @@ bench:
 
 format-check:
 	@tests/unit/t_format.sh
+format:
+	@tests/unit/t_format.sh --fix
 
 install: $(INSTALL_TARGETS)
 
