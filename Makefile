@@ -105,7 +105,7 @@ $(B)/tsan/%.o: %.c $(ALL_HDR)
 objs = $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst %.cc,$(B)/$(1)/%.o,$(2)))
 
 # The version macros, generated from VERSION (installed beside distbind.h).
-$(VERSION_H): VERSION Makefile
+$(VERSION_H): VERSION
 	@mkdir -p $(@D)
 	printf '%s\n' '/* Generated from VERSION by the Makefile: the version of this distbind.h. */' \
 	    '#ifndef DISTBIND_VERSION_H' '#define DISTBIND_VERSION_H' \
