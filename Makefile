@@ -7,8 +7,28 @@
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (tests/fuzz)
+#   make format-check  clang-format over the sources (also a test of make check);
+#                   make format rewrites them
 #   make install    PREFIX=/usr DESTDIR=...
-#   make deps       install missing Debian packages (as root)
+#   make deps       install missing Debian packages (as root); make check and
+#                   make demo run it first, nothing else does
+#
+# Each component has its build.mk (included below, an explicit list); this
+# file holds the shared variables, the object rules and the driver targets.
+#
+# Versions: VERSION holds the one release number (0.1.0).  From it come the
+# .deb and .rpm versions (debian/changelog's top entry must equal it:
+# tests/unit/t_version.sh), distbind.pc, distbind_version(),
+# DISTBIND_VERSION_MAJOR/MINOR/PATCH (the generated, installed
+# distbind_version.h) and the line the plugin logs when slurmd loads it.
+# DB_ABI below is libdistbind's binary interface: soname libdistbind.so.$(DB_ABI),
+# Debian package libdistbind$(DB_ABI), symbol version DISTBIND_$(DB_ABI).0
+# (lib/runtime/distbind.map; t_version.sh checks all three).  It moves only
+# when a change breaks programs linked against the previous library.
+
+DB_VERSION := $(shell cat VERSION)
+DB_ABI     := 1
+DB_VERSION_PARTS := $(subst ., ,$(DB_VERSION))
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -26,82 +46,91 @@ HARDEN     := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
 WARN       := -Wall -Wextra
 OPT        ?= -O2 -g
 # The glue keeps default visibility: the version script picks its exports.
-CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) -Ilib/core $(CPPFLAGS) $(CFLAGS)
-CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden -Ilib/core $(CPPFLAGS) $(CXXFLAGS)
+CFLAGS_ALL  = $(OPT) $(WARN) $(HARDEN) $(CPPFLAGS) $(CFLAGS)
+CXXFLAGS_ALL= -std=c++17 $(OPT) $(WARN) $(HARDEN) -fvisibility=hidden $(CPPFLAGS) $(CXXFLAGS)
 LDHARDEN   := -Wl,-z,relro -Wl,-z,now -Wl,--as-needed
-SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-CORE_SRC   := $(wildcard lib/core/*.cc)
-CORE_HDR   := $(wildcard lib/core/*.h lib/core/*.hh)
-SPANK_SRC  := $(wildcard spank/*.c)
+# The one set of sanitizer commands (ASan+UBSan) every test build uses.
+SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_CXX     = $(CXX) -std=c++17 -O1 -g $(WARN) $(SAN)
+SAN_CC      = $(CC) -std=gnu11 -O1 -g $(WARN) $(SAN)
+SAN_LD      = $(CXX) $(SAN)
+TSAN       := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_CXX    = $(CXX) -std=c++17 -O1 -g $(WARN) $(TSAN)
+TSAN_CC     = $(CC) -std=gnu11 -O1 -g $(WARN) $(TSAN)
+
 CHECK_FLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
-PLUGIN     := $(B)/spank_dist_bind.so
+# --- objects -----------------------------------------------------------------
+# Every object mirrors its source's path under a folder for its kind:
+#   $(B)/pic/     shipped (plugin, libdistbind, dist-bind-check)
+#   $(B)/san/     ASan+UBSan, for the unit tests
+#   $(B)/sanpic/  ASan+UBSan, PIC: the sanitized plugin of the lab
+#   $(B)/tsan/    ThreadSanitizer
+# A component sets FLAGS.<its folder> (include paths, defines) and may add
+# SANFLAGS.<folder> for the test kinds only.  Every object depends on every
+# project header ($(ALL_HDR)): coarse, never stale.
+DIRFLAGS    = $(FLAGS.$(<D))
+SANDIRFLAGS = $(FLAGS.$(<D)) $(SANFLAGS.$(<D))
+VERSION_H  := $(B)/include/distbind_version.h
+ALL_HDR     = $(wildcard lib/*/*.h lib/*/*.hh lib/runtime/include/*.h spank/*.h tools/*.hh) $(VERSION_H)
 
-# Components add to these from their own build.mk (included below).
-BUILD_TARGETS := $(PLUGIN)
+$(B)/pic/%.o: %.cc $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_ALL) $(DIRFLAGS) -c $< -o $@
+$(B)/pic/%.o: %.c $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(DIRFLAGS) -c $< -o $@
+$(B)/san/%.o: %.cc $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(SAN_CXX) $(SANDIRFLAGS) -c $< -o $@
+$(B)/san/%.o: %.c $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(SANDIRFLAGS) -c $< -o $@
+$(B)/sanpic/%.o: %.cc $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(SAN_CXX) -fPIC -fvisibility=hidden $(SANDIRFLAGS) -c $< -o $@
+$(B)/sanpic/%.o: %.c $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(SAN_CC) -fPIC $(SANDIRFLAGS) -c $< -o $@
+$(B)/tsan/%.o: %.cc $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(TSAN_CXX) $(SANDIRFLAGS) -c $< -o $@
+$(B)/tsan/%.o: %.c $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(TSAN_CC) $(SANDIRFLAGS) -c $< -o $@
+
+# objs KIND, SOURCES: the objects of those sources in that kind's folder.
+objs = $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst %.cc,$(B)/$(1)/%.o,$(2)))
+
+# The version macros, generated from VERSION (installed beside distbind.h).
+$(VERSION_H): VERSION
+	@mkdir -p $(@D)
+	printf '%s\n' '/* Generated from VERSION by the Makefile: the version of this distbind.h. */' \
+	    '#ifndef DISTBIND_VERSION_H' '#define DISTBIND_VERSION_H' \
+	    '#define DISTBIND_VERSION_MAJOR $(word 1,$(DB_VERSION_PARTS))' \
+	    '#define DISTBIND_VERSION_MINOR $(word 2,$(DB_VERSION_PARTS))' \
+	    '#define DISTBIND_VERSION_PATCH $(word 3,$(DB_VERSION_PARTS))' \
+	    '#define DISTBIND_VERSION_STRING "$(DB_VERSION)"' '#endif' >$@
+
+# Components add to these from their own build.mk.
+BUILD_TARGETS :=
 TEST_BINS     :=
 # What the lab tests need beyond build-all (also built for other releases).
 LAB_BINS      :=
 BENCH_BINS    :=
-PLUGIN_OBJS   :=
-PLUGIN_LIBS   :=
-PLUGIN_CFLAGS :=
-INSTALL_TARGETS := install-plugin install-man
+INSTALL_TARGETS :=
 
-.PHONY: all check check-quick release-build demo bench install install-plugin install-man deps clean
+.PHONY: all check check-quick release-build demo bench install deps format-check format clean build-all
 # Keep object files make would treat as intermediate.
 .SECONDARY:
 all: build-all
 
-# --- the plugin --------------------------------------------------------------
-$(B)/pic/%.o: lib/core/%.cc $(CORE_HDR)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
-$(B)/pic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+include lib/common/build.mk lib/plan/build.mk lib/topo/build.mk lib/runtime/build.mk \
+        spank/build.mk tools/build.mk packaging/build.mk \
+        tests/unit/build.mk tests/gpu/build.mk tests/fuzz/build.mk tests/bench/build.mk
 
-CORE_PIC   := $(patsubst lib/core/%.cc,$(B)/pic/%.o,$(CORE_SRC))
-SPANK_PIC  := $(patsubst spank/%.c,$(B)/pic/spank_%.o,$(SPANK_SRC))
-
-$(PLUGIN): $(SPANK_PIC) $(CORE_PIC) spank/exports.map
-	$(CXX) -shared -o $@ $(SPANK_PIC) $(CORE_PIC) $(PLUGIN_OBJS) $(LDHARDEN) \
-	    -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
-
-# --- unit tests, under AddressSanitizer and UBSan -----------------------------
-$(B)/san/%.o: lib/core/%.cc $(CORE_HDR)
-	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core -c $< -o $@
-CORE_SAN   := $(patsubst lib/core/%.cc,$(B)/san/%.o,$(CORE_SRC))
-
-$(B)/tests/unit_%: tests/unit/%.c tests/unit/*.h $(CORE_SAN)
-	@mkdir -p $(@D)
-	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/core $(CHECK_FLAGS) -c $< -o $@.o
-	$(CXX) $(SAN) -o $@ $@.o $(CORE_SAN) $(CHECK_LIBS)
-
-TEST_BINS  += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c))
-
-# The plugin built with ASan+UBSan, for the sanitized lab run
-# (tests/lab/t_sanitized.py: slurmd/slurmstepd with the runtimes preloaded).
-# -z nodelete keeps it mapped after slurmstepd's dlclose, so the leak
-# report at exit can still name it as the module of a leaked allocation.
-$(B)/sanpic/%.o: lib/core/%.cc $(CORE_HDR)
-	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -fPIC -fvisibility=hidden -Ilib/core -c $< -o $@
-$(B)/sanpic/spank_%.o: spank/%.c spank/glue.h lib/core/db_core.h
-	@mkdir -p $(@D)
-	$(CC) -O1 -g $(WARN) $(SAN) -fPIC -Ilib/core $(PLUGIN_CFLAGS) -c $< -o $@
-SAN_PLUGIN := $(B)/asan/spank_dist_bind.so
-$(SAN_PLUGIN): $(patsubst spank/%.c,$(B)/sanpic/spank_%.o,$(SPANK_SRC)) $(patsubst lib/core/%.cc,$(B)/sanpic/%.o,$(CORE_SRC))
-	@mkdir -p $(@D)
-	$(CXX) -shared $(SAN) -o $@ $^ -Wl,--version-script=spank/exports.map -Wl,-z,nodelete $(PLUGIN_LIBS) -ldl
-TEST_BINS  += $(SAN_PLUGIN)
-
--include $(sort $(wildcard lib/*/build.mk tools/build.mk)) tests/gpu/build.mk packaging/build.mk tests/fuzz/build.mk
-
-.PHONY: build-all
 build-all: $(BUILD_TARGETS)
 
 # --- driver targets -------------------------------------------------------------
@@ -131,33 +160,16 @@ demo: deps
 	@$(MAKE) --no-print-directory build-all
 	@tests/lab/demo.sh
 
-bench: deps
+bench:
 	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)
 	@tests/bench/run.sh
 
+format-check:
+	@tests/unit/t_format.sh
+format:
+	@tests/unit/t_format.sh --fix
+
 install: $(INSTALL_TARGETS)
-
-install-plugin: $(PLUGIN)
-	install -d $(DESTDIR)$(SLURM_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d
-	install -m 0755 $(PLUGIN) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_dist_bind.so
-	sed 's|@PLUGINDIR@|$(SLURM_PLUGINDIR)|' packaging/plugstack.d-dist-bind.conf \
-	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
-	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
-	install -d $(DESTDIR)$(DOCDIR)/examples
-	install -m 0644 packaging/cli_filter/cli_filter.lua $(DESTDIR)$(DOCDIR)/examples/cli_filter.lua
-
-install-man:
-	for s in 1 3 8; do \
-	    for m in packaging/man/*.$$s; do [ -f "$$m" ] || continue; \
-	        install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/; done; \
-	done
 
 clean:
 	rm -rf $(B)
-
-# --- benchmarks -------------------------------------------------------------------
-$(B)/bench/bench_plan: tests/bench/bench_plan.c $(CORE_PIC)
-	@mkdir -p $(@D)
-	$(CXX) -x c -std=gnu11 $(OPT) $(WARN) -Ilib/core -c $< -o $@.o
-	$(CXX) -o $@ $@.o $(CORE_PIC)
-BENCH_BINS += $(B)/bench/bench_plan

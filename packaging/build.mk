@@ -6,11 +6,19 @@
 # Both build from a copy of the tracked source tree, so what is packaged is
 # what a fresh clone has.
 
-DB_VERSION    := $(shell cat VERSION)
 SLURM_RELEASE := $(shell dpkg-query -W -f='$${Version}' libslurm-dev 2>/dev/null | sed -e 's/^[0-9]*://' -e 's/-[^-]*$$//')
 PKG_SRC       := $(B)/pkg-src/dist-bind-$(DB_VERSION)
 
 .PHONY: deb rpm pkg-src
+
+# The manual pages (make install).
+INSTALL_TARGETS += install-man
+.PHONY: install-man
+install-man:
+	for s in 1 3 8; do \
+	    for m in packaging/man/*.$$s; do [ -f "$$m" ] || continue; \
+	        install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/; done; \
+	done
 
 # SLURM=24.11: build inside that release's root (tests/lab/release.sh), into
 # $(B)/slurm-24.11/deb and .../rpm.
@@ -30,13 +38,13 @@ pkg-src:
 	    tar --exclude=./build -cf - . | tar -xf - -C $(PKG_SRC); \
 	fi
 
-deb: deps pkg-src
+deb: pkg-src
 	rm -rf $(B)/deb && mkdir -p $(B)/deb
 	mv $(PKG_SRC) $(B)/deb/ && cp -r packaging/debian $(B)/deb/dist-bind-$(DB_VERSION)/debian
 	cd $(B)/deb/dist-bind-$(DB_VERSION) && dpkg-buildpackage -us -uc -b
 	@ls -1 $(B)/deb/*.deb
 
-rpm: deps pkg-src
+rpm: pkg-src
 	rm -rf $(B)/rpm && mkdir -p $(B)/rpm/SOURCES
 	tar -czf $(B)/rpm/SOURCES/dist-bind-$(DB_VERSION).tar.gz -C $(B)/pkg-src dist-bind-$(DB_VERSION)
 	rpmbuild -bb --nodeps --define "_topdir $(abspath $(B))/rpm" \

@@ -14,6 +14,7 @@ pkgs=(
   dpkg-dev debhelper lintian rpm man-db   # make deb / make rpm, their tests
   libsodium-dev                        # the TCP bootstrap's HMAC-SHA256
   clang-14 libclang-rt-14-dev          # make fuzz (libFuzzer)
+  clang-format-14                      # make format-check
   mmdebstrap                           # the Debian 13 root of the Slurm 24.11 lab
 )
 missing=()

@@ -89,6 +89,9 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     spank_context_t c = spank_context();
     int rc = 0;
 
+    /* slurmd loads the plugins once as it starts: the version, once. */
+    if (c == S_CTX_SLURMD)
+        slurm_info("dist-bind %s loaded", DB_VERSION);
     db_glue.cfg_ok = db_config_parse(ac, (const char *const *)av, &db_glue.cfg, db_glue.cfg_err,
                                      sizeof db_glue.cfg_err) == 0;
     if (!db_glue.cfg_ok) {

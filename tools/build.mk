@@ -1,25 +1,20 @@
 # dist-bind-check (included by the top Makefile): every tools/*.cc goes into
-# the one binary, a client of libdistbind.so through distbind.h only.
-# tools/check_plan.cc (the --plan dry run) brings its own libraries through
-# CHECK_TOOL_LIBS and flags through CHECK_TOOL_CFLAGS.
+# the one binary, a client of libdistbind.so through distbind.h.
+# tools/check_plan.cc (the --plan dry run) links the plan and the topology
+# ($(TOPO_LIB), with hwloc).
 
-CHECK_TOOL_LIBS   ?=
-CHECK_TOOL_CFLAGS ?=
-TOOL_SRC  := $(wildcard tools/*.cc)
-TOOL_OBJ  := $(patsubst tools/%.cc,$(B)/tool/%.o,$(TOOL_SRC))
+TOOL_SRC   := $(wildcard tools/*.cc)
+FLAGS.tools := -Ilib/common -Ilib/plan -Ilib/topo -Ilib/runtime $(RT_INC) $(HWLOC_CFLAGS)
+TOOL_OBJ   := $(call objs,pic,$(TOOL_SRC))
 CHECK_TOOL := $(B)/dist-bind-check
 
-$(B)/tool/%.o: tools/%.cc tools/check.hh lib/runtime/distbind.h $(CORE_HDR)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) -Ilib/runtime $(CHECK_TOOL_CFLAGS) -c $< -o $@
-
-# Linked against libdistbind.so, as admins run it; the core objects are
-# there for the --plan dry run.  The build tree's copy finds the library
-# next to itself ($ORIGIN); the installed one (no run path) the system's.
-TOOL_LINK = $(TOOL_OBJ) $(CORE_PIC) -L$(B) -ldistbind $(LDHARDEN) $(CHECK_TOOL_LIBS) $(LDFLAGS)
-$(CHECK_TOOL): $(TOOL_OBJ) $(RT_LIB) $(CORE_PIC)
+# Linked against libdistbind.so, as admins run it.  The build tree's copy
+# finds the library next to itself ($ORIGIN); the installed one (no run
+# path) the system's.
+TOOL_LINK = $(TOOL_OBJ) $(TOPO_LIB) -L$(B) -ldistbind $(LDHARDEN) $(HWLOC_LIBS) $(LDFLAGS)
+$(CHECK_TOOL): $(TOOL_OBJ) $(RT_LIB) $(TOPO_LIB)
 	$(CXX) -o $@ $(TOOL_LINK) -Wl,-rpath,'$$ORIGIN'
-$(B)/install/dist-bind-check: $(TOOL_OBJ) $(RT_LIB) $(CORE_PIC)
+$(B)/install/dist-bind-check: $(TOOL_OBJ) $(RT_LIB) $(TOPO_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(TOOL_LINK)
 
@@ -30,16 +25,3 @@ INSTALL_TARGETS += install-check-tool
 install-check-tool: $(B)/install/dist-bind-check
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(B)/install/dist-bind-check $(DESTDIR)$(PREFIX)/bin/dist-bind-check
-
-# The unit test of the rows and the verdict (tests/unit/test_check_rows.c):
-# those parts of the tool, the runtime and the core, under ASan/UBSan.
-TOOL_ROW_SAN := $(B)/tool-san/check_row.o $(B)/tool-san/check_judge.o
-$(TOOL_ROW_SAN): $(B)/tool-san/%.o: tools/%.cc tools/check.hh lib/runtime/distbind.h
-	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/runtime -c $< -o $@
-$(B)/tests/unit_test_check_rows: tests/unit/test_check_rows.c tests/unit/check_hooks.cc tests/unit/*.h tools/check.hh \
-                                 lib/runtime/distbind.h $(TOOL_ROW_SAN) $(RT_SAN) $(CORE_SAN)
-	@mkdir -p $(@D)
-	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) $(CHECK_FLAGS) -c $< -o $@.o
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/runtime -Itools -c tests/unit/check_hooks.cc -o $@.hooks.o
-	$(CXX) $(SAN) -o $@ $@.o $@.hooks.o $(TOOL_ROW_SAN) $(RT_SAN) $(CORE_SAN) $(CHECK_LIBS) $(RT_LIBS)

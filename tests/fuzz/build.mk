@@ -9,35 +9,34 @@
 FUZZ_CXX     ?= $(shell command -v clang++-14 2>/dev/null || command -v clang++ 2>/dev/null)
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.cc,%,$(wildcard tests/fuzz/fuzz_*.cc))
-FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_INC     := -Ilib/core -Ilib/runtime -Ilib/topo -Itests/fuzz $(HWLOC_CFLAGS) -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"'
+FUZZ_INC     := -Ilib/common -Ilib/plan -Ilib/topo -Itests/fuzz $(HWLOC_CFLAGS) -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"'
 
-# What the harnesses reach: the core, the topology, the runtime's decoders
+# What the harnesses reach: the common parsers, the plan, the topology, the runtime's decoders
 # (wire, auth, rank lists, PMI2's encoding).
 FUZZ_RT      := wire auth params pmi2
-FUZZ_SRC     := $(CORE_SRC) $(TOPO_SRC) $(patsubst %,lib/runtime/%.cc,$(FUZZ_RT))
+FUZZ_SRC     := $(COMMON_SRC) $(PLAN_SRC) $(TOPO_SRC) $(patsubst %,lib/runtime/%.cc,$(FUZZ_RT))
 FUZZ_OBJ     := $(patsubst %.cc,$(B)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_LIBS    := $(HWLOC_LIBS) -lsodium -ldl -pthread
 
-$(B)/fuzz/obj/%.o: %.cc $(CORE_HDR) $(TOPO_HDR) $(RT_HDR)
+$(B)/fuzz/obj/%.o: %.cc $(ALL_HDR)
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) -std=c++17 -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_INC) $(RT_FLAGS) -DDB_TEST_KNOBS -c $< -o $@
+	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer-no-link $(FUZZ_INC) $(RT_FLAGS) -DDB_TEST_KNOBS -c $< -o $@
 $(B)/fuzz/%: tests/fuzz/fuzz_%.cc tests/fuzz/fuzz.hh $(FUZZ_OBJ)
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) -std=c++17 -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_INC) $(RT_FLAGS) $< $(FUZZ_OBJ) -o $@ $(FUZZ_LIBS)
+	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer $(FUZZ_INC) $(RT_FLAGS) $< $(FUZZ_OBJ) -o $@ $(FUZZ_LIBS)
 
 # The replay drivers: the same harnesses, the sanitized objects make check
 # already builds, and tests/fuzz/replay.cc for main().
-FUZZ_REPLAY_OBJ := $(CORE_SAN) $(TOPO_SAN) $(patsubst %,$(B)/rt/san/%.o,$(FUZZ_RT))
-$(B)/tests/unit_fuzz_%: tests/fuzz/fuzz_%.cc tests/fuzz/replay.cc tests/fuzz/fuzz.hh $(FUZZ_REPLAY_OBJ)
+FUZZ_REPLAY_OBJ := $(COMMON_SAN) $(PLAN_SAN) $(TOPO_SAN) $(patsubst %,$(B)/san/lib/runtime/%.o,$(FUZZ_RT))
+$(B)/tests/unit_fuzz_%: tests/fuzz/fuzz_%.cc tests/fuzz/replay.cc tests/fuzz/fuzz.hh $(ALL_HDR) $(FUZZ_REPLAY_OBJ)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) $(FUZZ_INC) $(RT_FLAGS) \
+	$(SAN_CXX) $(FUZZ_INC) $(RT_FLAGS) \
 	    -DFUZZ_DIRS='"$(abspath tests/fuzz/corpus/$*):$(abspath tests/fuzz/repro/$*)"' \
 	    tests/fuzz/fuzz_$*.cc tests/fuzz/replay.cc $(FUZZ_REPLAY_OBJ) -o $@ $(FUZZ_LIBS)
 TEST_BINS += $(patsubst %,$(B)/tests/unit_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: fuzz
-fuzz: deps
+fuzz:
 	@[ -n "$(FUZZ_CXX)" ] || { echo "fuzz: clang++ not found (make deps installs clang)"; exit 1; }
 	@$(MAKE) --no-print-directory $(patsubst %,$(B)/fuzz/%,$(FUZZ_NAMES))
 	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)

@@ -1,4 +1,4 @@
-// The --dist-bind value and the plugstack.conf arguments (lib/core/options.cc):
+// The --dist-bind value and the plugstack.conf arguments (lib/plan/options.cc):
 // every input gives a request/config or one message naming what was wrong.
 #include <cstring>
 #include <vector>

@@ -1,4 +1,4 @@
-// The node and task plans (lib/core/plan.cc) on any step environment: a
+// The node and task plans (lib/plan/plan_node.cc, plan_task.cc) on any step environment: a
 // plan or one message, never a crash; and what a plan writes is sane.
 // Input: mode byte, then SPANK items, then "NAME=VALUE" lines (the node's
 // environment, then after an empty line the task's additions).

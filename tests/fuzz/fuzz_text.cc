@@ -1,5 +1,5 @@
 // The strict parsers of what Slurm and users hand the plugin and library
-// (lib/core/text.cc): Slurm hostlists, tasks-per-node lists, GPU lists,
+// (lib/common/text.cc): Slurm hostlists, tasks-per-node lists, GPU lists,
 // port lists, numbers.  The first byte picks one; the rest is its input.
 #include <cstring>
 

@@ -50,6 +50,7 @@ for pkg, path in (("slurm-spank-dist-bind", "." + PLUGIN), ("slurm-spank-dist-bi
                   ("slurm-spank-dist-bind", "./usr/share/man/man1/dist-bind-check.1.gz"),
                   ("libdistbind1", "./usr/lib/%s/libdistbind.so.1" % MULTIARCH),
                   ("libdistbind-dev", "./usr/include/distbind.h"),
+                  ("libdistbind-dev", "./usr/include/distbind_version.h"),
                   ("libdistbind-dev", "./usr/lib/%s/pkgconfig/distbind.pc" % MULTIARCH),
                   ("libdistbind-dev", "./usr/share/man/man3/distbind.3.gz")):
     t.ok(path in contents[pkg], "%s contains %s" % (pkg, path))

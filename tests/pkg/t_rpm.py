@@ -31,7 +31,7 @@ if main and devel:
               "/etc/slurm/plugstack.conf.d/dist-bind.conf", "/usr/share/man/man8/dist-bind.8",
               "/usr/share/man/man1/dist-bind-check.1"):
         t.ok(any(x.startswith(f) for x in files), "dist-bind RPM lists " + f)
-    for f in ("/usr/include/distbind.h", "%s/pkgconfig/distbind.pc" % libdir, "%s/libdistbind.so" % libdir,
+    for f in ("/usr/include/distbind.h", "/usr/include/distbind_version.h", "%s/pkgconfig/distbind.pc" % libdir, "%s/libdistbind.so" % libdir,
               "/usr/share/man/man3/distbind.3"):
         t.ok(any(x.startswith(f) for x in dfiles), "dist-bind-devel RPM lists " + f)
     release = q("-qp", "--qf", "%{RELEASE}", main[0])

@@ -1,19 +1,12 @@
 #!/usr/bin/env bash
 # The dry run an admin runs before enabling closest:
 #   dist-bind-check --plan --topology FILE --task-cpus 'L;L' [--gpus ..] [--gpus-per-task K]
-# Uses build/dist-bind-check when it is built (the merged tool), else the
-# standalone build/dist-bind-plan (same code, tools/check_plan.cc).
+# Runs build/dist-bind-check --plan (tools/check_plan.cc).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 XML=tests/topology/xml
-if [ -x build/dist-bind-check ]; then
-    PLAN=(build/dist-bind-check --plan)
-elif [ -x build/dist-bind-plan ]; then
-    PLAN=(build/dist-bind-plan)
-else
-    echo "SKIP: neither build/dist-bind-check nor build/dist-bind-plan is built"
-    exit 77
-fi
+[ -x build/dist-bind-check ] || { echo "FAIL: build/dist-bind-check is not built"; exit 1; }
+PLAN=(build/dist-bind-check --plan)
 echo "dry run: ${PLAN[*]}"
 fails=0 checks=0
 TMP=$(mktemp -d)

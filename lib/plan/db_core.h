@@ -1,6 +1,6 @@
 /*
  * dist-bind core: the C boundary between the SPANK glue (spank/) and the
- * C++17 planning code (lib/core/).
+ * C++17 planning code (lib/plan/).
  *
  * Everything here is pure: no Slurm calls, no environment access, no I/O.
  * The glue takes a snapshot of what Slurm said (items and environment),

@@ -88,8 +88,10 @@ extern "C" {
 #define DISTBIND_API
 #endif
 
-#define DISTBIND_VERSION_MAJOR 1
-#define DISTBIND_VERSION_MINOR 0
+/* DISTBIND_VERSION_MAJOR/MINOR/PATCH and DISTBIND_VERSION_STRING: the release
+ * this header belongs to (generated from the source tree's VERSION, installed
+ * beside distbind.h); distbind_version() gives the library's at run time. */
+#include "distbind_version.h"
 
 typedef struct distbind distbind_t;
 
