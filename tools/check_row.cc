@@ -98,20 +98,20 @@ std::string cut(const std::string &s, size_t n) { return s.size() < n ? s : s.su
 
 }  // namespace
 
-Row my_row(distbind_t *db) {
+Row my_row(distbind_t *h) {
     Row r{};
-    r.rank = distbind_rank(db);
-    r.world = distbind_world_size(db);
-    r.local_rank = distbind_local_rank(db);
-    r.local_world = distbind_local_world_size(db);
-    r.node_rank = distbind_node_rank(db);
-    r.device = distbind_device(db);
+    r.rank = distbind_rank(h);
+    r.world = distbind_world_size(h);
+    r.local_rank = distbind_local_rank(h);
+    r.local_world = distbind_local_world_size(h);
+    r.node_rank = distbind_node_rank(h);
+    r.device = distbind_device(h);
     r.slurm_procid = env_int("SLURM_PROCID");
     r.slurm_localid = env_int("SLURM_LOCALID");
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     put(r.host, sizeof r.host, host);
-    put_opt(r.source, sizeof r.source, distbind_source(db));
+    put_opt(r.source, sizeof r.source, distbind_source(h));
     const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
     std::string master = ma || mp ? std::string(ma ? ma : "?") + ":" + (mp ? mp : "?") : "-";
     put(r.master, sizeof r.master, master);
@@ -119,11 +119,11 @@ Row my_row(distbind_t *db) {
 
     // What CUDA says, without touching the device (no context).
     distbind_gpu_info info{};
-    if (distbind_gpu_query(db, &info) != DISTBIND_OK) {
+    if (distbind_gpu_query(h, &info) != DISTBIND_OK) {
         info.status = DISTBIND_ERR_INTERNAL;
         info.count = -1;
         info.numa = -1;
-        put(info.message, sizeof info.message, distbind_last_error(db));
+        put(info.message, sizeof info.message, distbind_last_error(h));
     }
     r.gpu_status = info.status;
     r.gpu_count = info.count;
