@@ -42,4 +42,4 @@ $(B)/tests/unit_test_check_rows: tests/unit/test_check_rows.c tests/unit/check_h
 	@mkdir -p $(@D)
 	$(CXX) -x c -std=gnu11 -O1 -g $(WARN) $(SAN) $(CHECK_FLAGS) -c $< -o $@.o
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/runtime -Itools -c tests/unit/check_hooks.cc -o $@.hooks.o
-	$(CXX) $(SAN) -o $@ $@.o $@.hooks.o $(TOOL_ROW_SAN) $(RT_SAN) $(CORE_SAN) $(CHECK_LIBS) $(RT_LIBS)
+	$(CXX) $(SAN) -o $@ $@.o $@.hooks.o $(TOOL_ROW_SAN) $(RT_SAN) $(CORE_SAN) $(CHECK_LIBS) $(RT_LIBS) $(HWLOC_LIBS)

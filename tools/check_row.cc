@@ -1,6 +1,7 @@
 // dist-bind-check: what one rank reports about itself, and rank 0's check
 // of what the others sent before it reads any of it.
 #include <dirent.h>
+#include <hwloc.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -8,7 +9,6 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
-#include <set>
 
 #include "check.hh"
 
@@ -50,21 +50,6 @@ int env_int(const char *name) {
     return parse_count(getenv(name), INT32_MAX, n) ? static_cast<int>(n) : -1;
 }
 
-// "0-3,8-11" -> the CPUs (sysfs writes these; anything else is skipped).
-std::set<int> parse_cpulist(const std::string &s) {
-    std::set<int> out;
-    for (std::string_view part : split(s, ',')) {
-        std::string p(part);
-        size_t dash = p.find('-');
-        uint64_t a, b;
-        if (!parse_count(p.substr(0, dash).c_str(), 1u << 20, a)) continue;
-        b = a;
-        if (dash != std::string::npos && !parse_count(p.substr(dash + 1).c_str(), 1u << 20, b)) continue;
-        for (uint64_t c = a; c <= b; c++) out.insert(static_cast<int>(c));
-    }
-    return out;
-}
-
 // The NUMA nodes this process's CPUs belong to ("0", "0,1"), "-" unknown.
 std::string cpu_numa_nodes() {
     cpu_set_t set;
@@ -85,11 +70,17 @@ std::string cpu_numa_nodes() {
         std::ifstream f("/sys/devices/system/node/node" + std::to_string(id) + "/cpulist");
         std::string line;
         std::getline(f, line);
-        for (int c : parse_cpulist(line))
-            if (c < CPU_SETSIZE && CPU_ISSET(c, &set)) {
-                nodes += (nodes.empty() ? "" : ",") + std::to_string(id);
-                break;
-            }
+        // hwloc reads the kernel's list form; the project's own parser
+        // (lib/topo, strict) is not part of libdistbind's API.
+        hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+        if (!cpus) return "-";
+        if (hwloc_bitmap_list_sscanf(cpus, line.c_str()) == 0)
+            for (int c = hwloc_bitmap_first(cpus); c >= 0 && c < CPU_SETSIZE; c = hwloc_bitmap_next(cpus, c))
+                if (CPU_ISSET(c, &set)) {
+                    nodes += (nodes.empty() ? "" : ",") + std::to_string(id);
+                    break;
+                }
+        hwloc_bitmap_free(cpus);
     }
     return nodes.empty() ? "-" : nodes;
 }
