@@ -8,7 +8,7 @@
 RT_VERSION  := 1.0.0
 CUDA_HOME   ?= /usr/local/cuda
 RT_SRC      := $(wildcard lib/runtime/*.cc)
-RT_HDR      := $(wildcard lib/runtime/*.hh lib/runtime/*.h) lib/core/text.hh
+RT_HDR      := $(wildcard lib/runtime/*.hh lib/runtime/*.h) lib/core/text.hh lib/topo/db_topo.h
 RT_FLAGS    := -Ilib/runtime -DDB_VERSION_STRING=\"$(RT_VERSION)\"
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
@@ -27,7 +27,10 @@ RT_LIBS     := -ldl -pthread -lsodium
 RT_LIB      := $(B)/libdistbind.so
 RT_ARCHIVE  := $(B)/libdistbind.a
 RT_PIC      := $(patsubst lib/runtime/%.cc,$(B)/rt/pic/%.o,$(RT_SRC))
-RT_SAN      := $(patsubst lib/runtime/%.cc,$(B)/rt/san/%.o,$(RT_SRC))
+# plan.cc (distbind_plan_dry_run) calls lib/topo: only the shared library
+# links it (with lib/topo and hwloc); the test builds below leave it out.
+RT_TEST_SRC := $(filter-out lib/runtime/plan.cc,$(RT_SRC))
+RT_SAN      := $(patsubst lib/runtime/%.cc,$(B)/rt/san/%.o,$(RT_TEST_SRC))
 RT_WORKER   := $(B)/rt-tests/xchg_worker
 
 $(B)/rt/pic/%.o: lib/runtime/%.cc $(RT_HDR)
@@ -38,10 +41,12 @@ $(B)/rt/san/%.o: lib/runtime/%.cc $(RT_HDR)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(SAN) -Ilib/core $(RT_FLAGS) -c $< -o $@
 
-# text.o is the core's strict parsers, hidden inside the library too.
-$(RT_LIB): $(RT_PIC) $(B)/pic/text.o lib/runtime/distbind.map
-	$(CXX) -shared -o $@ $(RT_PIC) $(B)/pic/text.o $(LDHARDEN) -Wl,-soname,libdistbind.so.1 \
-	    -Wl,--version-script=lib/runtime/distbind.map $(RT_LIBS) $(LDFLAGS)
+# The topology and core objects (the core's strict parsers, the dry run of
+# closest) are hidden inside the library too: $(B)/libdbtopo.a from
+# lib/topo/build.mk, hwloc its one new run-time dependency.
+$(RT_LIB): $(RT_PIC) $(B)/libdbtopo.a lib/runtime/distbind.map
+	$(CXX) -shared -o $@ $(RT_PIC) $(B)/libdbtopo.a $(LDHARDEN) -Wl,-soname,libdistbind.so.1 \
+	    -Wl,--version-script=lib/runtime/distbind.map $(RT_LIBS) $(HWLOC_LIBS) $(LDFLAGS)
 	ln -sf libdistbind.so $(B)/libdistbind.so.1
 
 $(RT_ARCHIVE): $(RT_PIC)
@@ -60,7 +65,7 @@ $(RT_WORKER)_san: tests/exchange/worker.c lib/runtime/distbind.h $(RT_SAN) $(B)/
 
 # The runtime under ThreadSanitizer: handles on two threads (finding 11).
 TSAN        := -fsanitize=thread -fno-omit-frame-pointer
-RT_TSAN     := $(patsubst lib/runtime/%.cc,$(B)/rt/tsan/%.o,$(RT_SRC)) $(B)/rt/tsan/text.o
+RT_TSAN     := $(patsubst lib/runtime/%.cc,$(B)/rt/tsan/%.o,$(RT_TEST_SRC)) $(B)/rt/tsan/text.o
 $(B)/rt/tsan/%.o: lib/runtime/%.cc $(RT_HDR)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 -O1 -g $(WARN) $(TSAN) -Ilib/core $(RT_FLAGS) -c $< -o $@
