@@ -1,25 +1,22 @@
 # dist-bind-check (included by the top Makefile): every tools/*.cc goes into
-# the one binary, a client of libdistbind.so through distbind.h only.
-# tools/check_plan.cc (the --plan dry run) brings its own libraries through
-# CHECK_TOOL_LIBS and flags through CHECK_TOOL_CFLAGS.
+# the one binary, a client of libdistbind.so through distbind.h only (and
+# hwloc's bitmaps for the kernel's CPU lists): no other include path.
 
-CHECK_TOOL_LIBS   ?=
-CHECK_TOOL_CFLAGS ?=
 TOOL_SRC  := $(wildcard tools/*.cc)
 TOOL_OBJ  := $(patsubst tools/%.cc,$(B)/tool/%.o,$(TOOL_SRC))
 CHECK_TOOL := $(B)/dist-bind-check
 
-$(B)/tool/%.o: tools/%.cc tools/check.hh lib/runtime/distbind.h $(CORE_HDR)
+$(B)/tool/%.o: tools/%.cc tools/check.hh lib/runtime/distbind.h
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) -Ilib/runtime $(CHECK_TOOL_CFLAGS) -c $< -o $@
+	$(CXX) -std=c++17 $(OPT) $(WARN) $(HARDEN) -Ilib/runtime $(HWLOC_CFLAGS) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-# Linked against libdistbind.so, as admins run it; the core objects are
-# there for the --plan dry run.  The build tree's copy finds the library
-# next to itself ($ORIGIN); the installed one (no run path) the system's.
-TOOL_LINK = $(TOOL_OBJ) $(CORE_PIC) -L$(B) -ldistbind $(LDHARDEN) $(CHECK_TOOL_LIBS) $(LDFLAGS)
-$(CHECK_TOOL): $(TOOL_OBJ) $(RT_LIB) $(CORE_PIC)
+# Linked against libdistbind.so, as admins run it (--plan too:
+# distbind_plan_dry_run).  The build tree's copy finds the library next to
+# itself ($ORIGIN); the installed one (no run path) the system's.
+TOOL_LINK = $(TOOL_OBJ) -L$(B) -ldistbind $(LDHARDEN) $(HWLOC_LIBS) $(LDFLAGS)
+$(CHECK_TOOL): $(TOOL_OBJ) $(RT_LIB)
 	$(CXX) -o $@ $(TOOL_LINK) -Wl,-rpath,'$$ORIGIN'
-$(B)/install/dist-bind-check: $(TOOL_OBJ) $(RT_LIB) $(CORE_PIC)
+$(B)/install/dist-bind-check: $(TOOL_OBJ) $(RT_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(TOOL_LINK)
 

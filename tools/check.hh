@@ -85,4 +85,8 @@ Verdict judge(std::vector<Row> &rows);
 // failure first; ranks other than 0 also print it on stderr).
 bool gpu_part(distbind_t *h, const Options &o, Verdict &v, std::string &line);
 
+// dist-bind-check --plan (check_plan.cc): argv[0] is "--plan"; returns the
+// exit status.
+int plan_main(int argc, char **argv);
+
 }  // namespace dbcheck

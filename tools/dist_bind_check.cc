@@ -14,8 +14,6 @@
 
 #include "check.hh"
 
-extern "C" int db_check_plan_main(int argc, char **argv) __attribute__((weak));
-
 namespace {
 
 using namespace dbcheck;
@@ -105,14 +103,8 @@ bool parse_options(int argc, char **argv, Options &o) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc > 1 && std::strcmp(argv[1], "--plan") == 0) {
-        if (!db_check_plan_main) {
-            std::fprintf(stderr, "dist-bind-check: built without topology support\n");
-            return kUsage;
-        }
-        // It takes the arguments from "--plan" on.
-        return db_check_plan_main(argc - 1, argv + 1);
-    }
+    // It takes the arguments from "--plan" on.
+    if (argc > 1 && std::strcmp(argv[1], "--plan") == 0) return plan_main(argc - 1, argv + 1);
     Options o;
     if (!parse_options(argc, argv, o)) return kUsage;
     // The all-reduce's waits are bounded only on a non-blocking

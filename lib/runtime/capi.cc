@@ -151,6 +151,11 @@ distbind_status create(distbind **out, const char *const *env) noexcept {
 
 }  // namespace
 
+distbind_status db::rt::unbound_call(const std::function<void()> &f) noexcept {
+    t_err.clear();
+    return guarded(nullptr, t_err, f);
+}
+
 extern "C" {
 
 const char *distbind_status_name(distbind_status s) {

@@ -282,12 +282,39 @@ DISTBIND_API distbind_status distbind_nccl_abort(distbind_t *h);
  * round. */
 DISTBIND_API distbind_status distbind_nccl_allreduce_check(distbind_t *h, size_t bytes, int iters, double *seconds);
 
+/* --- the dry run of --dist-bind=closest --------------------------------------- */
+
+/* What --dist-bind=closest would choose on a node, from its topology and
+ * each task's CPUs, without Slurm or a job (dist-bind-check --plan).  Zero
+ * it, then set what you know. */
+typedef struct distbind_plan_args {
+    const char *topology;     /* the node's hwloc XML file; NULL: discover this machine */
+    const char *task_cpus;    /* each task's CPUs, "LIST;LIST;..." in OS numbering ("0-3,8"), */
+    const char *step_cores;   /* or the step's cores in Slurm's numbering (S_STEP_ALLOC_CORES) */
+    unsigned ntasks;          /*   with this many tasks laid out over them as task/affinity does, */
+    unsigned cpus_per_task;   /*   this many CPUs each (0: the cores shared out), */
+    const char *distribution; /*   and this SLURM_DISTRIBUTION (NULL: block:cyclic) */
+    const char *gpus;         /* the step's GPUs in Slurm's numbering ("0,1"); NULL: every GPU shown */
+    unsigned gpus_per_task;   /* 0 means 1 */
+    const char *nvidia_proc;  /* number GPUs by device minor from DIR/<bus id>/information (as in
+                                 /proc/driver/nvidia/gpus); NULL: in PCI bus order */
+} distbind_plan_args;
+
+/* NOT collective, no handle.  On success *text (free() it) holds one line
+ * per task: "task N cpus LIST gpus LIST numa N[ nics LIST]\n".  On failure
+ * *text is NULL and distbind_last_error(NULL) says why: DISTBIND_ERR_ARG
+ * for NULL arguments and for input that cannot be planned (an unreadable or
+ * broken topology, a bad CPU list, more tasks than GPUs, ...),
+ * DISTBIND_ERR_INTERNAL when memory runs out. */
+DISTBIND_API distbind_status distbind_plan_dry_run(const distbind_plan_args *args, char **text);
+
 /* --- errors and diagnostics -------------------------------------------------- */
 
 /* The message of the last failed call on h, or, with h NULL, of the last
- * failed distbind_create / distbind_create_env / distbind_init in this
- * thread.  "" when there was none.  Valid until the next call on h (or,
- * for NULL, the next create in this thread). */
+ * failed distbind_create / distbind_create_env / distbind_init /
+ * distbind_plan_dry_run in this thread.  "" when there was none.  Valid
+ * until the next call on h (or, for NULL, the next of those calls in this
+ * thread). */
 DISTBIND_API const char *distbind_last_error(const distbind_t *h);
 
 /* The largest number of lasting connections to other ranks this rank held

@@ -1,8 +1,8 @@
 # lib/topo: hwloc topology and the closest choice (--dist-bind=closest).
 # Included by the top Makefile.  Builds:
-#   $(B)/libdbtopo.a        PIC topology + core objects, for dist-bind-check
+#   $(B)/libdbtopo.a        PIC topology + core objects, for libdistbind.so
+#                           (distbind_plan_dry_run) and the topology bench
 #   topology objects        linked into the plugin (PLUGIN_OBJS/PLUGIN_LIBS)
-#   $(B)/dist-bind-plan     the dry run on its own (= dist-bind-check --plan)
 #   tests: unit_test_topo, topology_machines (ASan/UBSan); bench: $(B)/bench/b_topo
 
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
@@ -57,21 +57,10 @@ $(TEST_PLUGIN): $(TEST_PLUGIN_OBJS) spank/exports.map
 	$(CXX) -shared -o $@ $(TEST_PLUGIN_OBJS) $(LDHARDEN) -Wl,--version-script=spank/exports.map $(PLUGIN_LIBS) -ldl $(LDFLAGS)
 TEST_BINS += $(TEST_PLUGIN)
 
-# dist-bind-check (tools/build.mk) links the dry run, tools/check_plan.cc.
+# libdistbind.so (lib/runtime/build.mk) links the dry run from here.
 $(TOPO_LIB): $(TOPO_PIC) $(CORE_PIC)
 	@rm -f $@
 	$(AR) rcs $@ $^
-CHECK_TOOL_LIBS += $(TOPO_LIB) $(HWLOC_LIBS)
-$(B)/dist-bind-check: $(TOPO_LIB)
-
-$(B)/topo/check_plan.o: tools/check_plan.cc $(TOPO_HDR) $(CORE_HDR)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
-$(B)/topo/dist_bind_plan.o: lib/topo/driver/dist_bind_plan.cc
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
-$(B)/dist-bind-plan: $(B)/topo/dist_bind_plan.o $(B)/topo/check_plan.o $(TOPO_LIB)
-	$(CXX) -o $@ $^ $(LDHARDEN) $(HWLOC_LIBS) $(LDFLAGS)
 
 # Tests: the real topology code under the sanitizers, XML from the tree.
 TOPO_TEST_CFLAGS = -x c -std=gnu11 -O1 -g $(WARN) $(SAN) -Ilib/core -Ilib/topo $(CHECK_FLAGS) \
@@ -89,6 +78,6 @@ $(B)/bench/b_topo: tests/bench/b_topo.cc $(TOPO_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS_ALL) -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"' -o $@ $< $(TOPO_LIB) $(HWLOC_LIBS) $(LDFLAGS)
 
-BUILD_TARGETS += $(TOPO_LIB) $(B)/dist-bind-plan
+BUILD_TARGETS += $(TOPO_LIB)
 BENCH_BINS    += $(B)/bench/b_topo
 TEST_BINS     += $(B)/tests/unit_test_topo $(B)/tests/topology_machines

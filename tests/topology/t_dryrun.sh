@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
 # The dry run an admin runs before enabling closest:
 #   dist-bind-check --plan --topology FILE --task-cpus 'L;L' [--gpus ..] [--gpus-per-task K]
-# Uses build/dist-bind-check when it is built (the merged tool), else the
-# standalone build/dist-bind-plan (same code, tools/check_plan.cc).
+# The plan comes from libdistbind (distbind_plan_dry_run), the tool's
+# client code from tools/check_plan.cc.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 XML=tests/topology/xml
 if [ -x build/dist-bind-check ]; then
     PLAN=(build/dist-bind-check --plan)
-elif [ -x build/dist-bind-plan ]; then
-    PLAN=(build/dist-bind-plan)
 else
-    echo "SKIP: neither build/dist-bind-check nor build/dist-bind-plan is built"
+    echo "SKIP: build/dist-bind-check is not built"
     exit 77
 fi
 echo "dry run: ${PLAN[*]}"
