@@ -18,8 +18,7 @@
  * has it, never from the job's environment, which is the user's: %n is
  * the name up to its first '.', the usual NodeName.  A name that could
  * leave the directory is refused (db_topo_cache_path). */
-static const char *cache_path(char *buf, size_t len, char *why, size_t whylen) {
-    const char *tmpl = db_glue.cfg.topology_cache;
+static const char *cache_path(const char *tmpl, char *buf, size_t len, char *why, size_t whylen) {
     char host[256] = "", node[256];
 
     if (!tmpl[0]) {
@@ -35,7 +34,7 @@ static const char *cache_path(char *buf, size_t len, char *why, size_t whylen) {
     return buf;
 }
 
-void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
+void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np, const char *topology_cache) {
     char err[DB_ERRLEN], xml[DB_PATH_MAX + 512], why[DB_PATH_MAX + 512] = "";
     const char **ids = NULL;
     char *cores = NULL;
@@ -62,7 +61,7 @@ void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np) {
     rq.ntasks = in->local_ntasks;
     rq.step_cores = cores;
     rq.cpus_per_task = cpt;
-    rq.cached_xml = cache_path(xml, sizeof xml, why, sizeof why);
+    rq.cached_xml = cache_path(topology_cache, xml, sizeof xml, why, sizeof why);
     rq.no_cache = why;
     if (db_topo_node_choose(&rq, &res, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s, choosing as rank", err);

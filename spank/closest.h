@@ -4,8 +4,10 @@
 
 #include "glue.h"
 
-/* Loads the node's topology once and gives `np` every local task's GPUs, or
- * the reason closest acts as rank.  Never fails the step. */
-void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np);
+/* Loads the node's topology once (from `topology_cache`, the admin's
+ * topology_cache= template, when it makes a usable path) and gives `np`
+ * every local task's GPUs, or the reason closest acts as rank.  Never fails
+ * the step. */
+void db_remote_closest(spank_t sp, const db_node_input *in, db_node_plan *np, const char *topology_cache);
 
 #endif

@@ -24,7 +24,7 @@ SPANK_PLUGIN(dist_bind, 1);
 int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 
-struct db_glue db_glue;
+static struct db_glue db_glue;
 
 static int opt_cb(int val, const char *optarg, int remote);
 
@@ -74,8 +74,8 @@ static int opt_cb(int val, const char *optarg, int remote) {
     return 0;
 }
 
-db_request db_glue_effective(void) {
-    return db_effective(&db_glue.cfg, db_glue.opt_given ? &db_glue.opt : NULL);
+db_request db_glue_effective(const struct db_glue *g) {
+    return db_effective(&g->cfg, g->opt_given ? &g->opt : NULL);
 }
 
 /* In srun/salloc/sbatch a failure here refuses the command.  slurmstepd
@@ -120,26 +120,26 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
     (void)ac;
     (void)av;
-    return db_local_user_init(sp);
+    return db_local_user_init(sp, &db_glue);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     (void)ac;
     (void)av;
     if (!spank_remote(sp)) return 0;
-    return db_remote_user_init(sp);
+    return db_remote_user_init(sp, &db_glue);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
     (void)ac;
     (void)av;
     if (!spank_remote(sp)) return 0;
-    return db_remote_task_init(sp);
+    return db_remote_task_init(sp, &db_glue);
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av) {
     (void)ac;
     (void)av;
-    if (spank_remote(sp)) db_remote_exit();
+    if (spank_remote(sp)) db_remote_exit(&db_glue);
     return 0;
 }

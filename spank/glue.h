@@ -1,6 +1,7 @@
 /*
- * State shared by the SPANK callbacks of one process (srun, sbatch, salloc
- * or slurmstepd).  Plain C data with static storage: nothing runs at load
+ * State of the SPANK callbacks of one process (srun, sbatch, salloc or
+ * slurmstepd).  Plain C data; its one instance is file-static in
+ * dist_bind.c, which hands it to local.c and remote.c: nothing runs at load
  * time, and slurmstepd's tasks inherit it by fork.
  */
 #ifndef DIST_BIND_GLUE_H
@@ -27,19 +28,17 @@ struct db_glue {
     int node_failed;
 };
 
-extern struct db_glue db_glue;
-
 /* What applies to this step: the option if given, else the admin default. */
-db_request db_glue_effective(void);
+db_request db_glue_effective(const struct db_glue *g);
 
 /* srun: slurm_spank_local_user_init. */
-int db_local_user_init(spank_t sp);
+int db_local_user_init(spank_t sp, const struct db_glue *g);
 /* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
 void db_local_devices_hint(spank_t sp, const db_request *eff);
 
 /* slurmstepd: slurm_spank_user_init, slurm_spank_task_init, slurm_spank_exit. */
-int db_remote_user_init(spank_t sp);
-int db_remote_task_init(spank_t sp);
-void db_remote_exit(void);
+int db_remote_user_init(spank_t sp, struct db_glue *g);
+int db_remote_task_init(spank_t sp, const struct db_glue *g);
+void db_remote_exit(struct db_glue *g);
 
 #endif

@@ -116,16 +116,16 @@ out:
     return rc;
 }
 
-int db_local_user_init(spank_t sp) {
+int db_local_user_init(spank_t sp, const struct db_glue *g) {
     char err[DB_ERRLEN], name[256], addr[256], value[512];
     uint32_t job = 0, step = 0;
     db_request eff;
 
-    if (!db_glue.cfg_ok) return -1;
-    eff = db_glue_effective();
+    if (!g->cfg_ok) return -1;
+    eff = db_glue_effective(g);
     db_local_devices_hint(sp, &eff);
     if (eff.mode != DB_MODE_OFF && draw_secret() != 0) return -1;
-    if (!db_srun_needs_rank0(&db_glue.cfg, &eff, (const char *const *)environ)) return 0;
+    if (!db_srun_needs_rank0(&g->cfg, &eff, (const char *const *)environ)) return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
         slurm_error(DB_PREFIX "cannot read the job and step id in srun");
@@ -135,8 +135,8 @@ int db_local_user_init(spank_t sp) {
      * distributions, and for steps on part of the allocation. */
     if (rank0_node(job, step, name, sizeof name) != 0) return -1;
     addr[0] = '\0';
-    if (db_glue.cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(name, addr, sizeof addr) != 0) return -1;
-    if (db_format_master_addr(&db_glue.cfg, name, addr, value, sizeof value, err, sizeof err) != 0) {
+    if (g->cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(name, addr, sizeof addr) != 0) return -1;
+    if (db_format_master_addr(&g->cfg, name, addr, value, sizeof value, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);
         return -1;
     }

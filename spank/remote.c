@@ -25,26 +25,26 @@ static int get_u32(spank_t sp, spank_item_t item, const char *name, uint32_t *ou
     return 0;
 }
 
-int db_remote_user_init(spank_t sp) {
+int db_remote_user_init(spank_t sp, struct db_glue *g) {
     char err[DB_ERRLEN];
     db_request eff;
     db_node_input in = {0};
 
-    db_remote_exit(); /* a fresh plan per step */
+    db_remote_exit(g); /* a fresh plan per step */
     /* The batch script, extern and interactive steps are never touched,
      * whatever else is wrong. */
     if (get_u32(sp, S_JOB_STEPID, "S_JOB_STEPID", &in.step_id)) return 0;
     if (in.step_id > DB_MAX_NORMAL_STEP_ID) return 0;
-    if (!db_glue.opt_given && !db_glue.cfg_ok) return 0; /* nothing asked; error already logged */
-    if (!db_glue.cfg_ok) {
-        slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
+    if (!g->opt_given && !g->cfg_ok) return 0; /* nothing asked; error already logged */
+    if (!g->cfg_ok) {
+        slurm_error(DB_PREFIX "%s", g->cfg_err);
         goto fail;
     }
-    if (db_glue.opt_given && !db_glue.opt_ok) {
-        slurm_error(DB_PREFIX "%s", db_glue.opt_err);
+    if (g->opt_given && !g->opt_ok) {
+        slurm_error(DB_PREFIX "%s", g->opt_err);
         goto fail;
     }
-    eff = db_glue_effective();
+    eff = db_glue_effective(g);
 
     if (get_u32(sp, S_JOB_ID, "S_JOB_ID", &in.job_id) || get_u32(sp, S_JOB_NNODES, "S_JOB_NNODES", &in.nnodes) ||
         get_u32(sp, S_JOB_NODEID, "S_JOB_NODEID", &in.node_id) ||
@@ -54,20 +54,20 @@ int db_remote_user_init(spank_t sp) {
         goto fail;
     }
     in.env = job_env(sp);
-    if (db_node_plan_new(&db_glue.cfg, &eff, &in, &db_glue.node, err, sizeof err) != 0) {
+    if (db_node_plan_new(&g->cfg, &eff, &in, &g->node, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);
         goto fail;
     }
-    if (!db_node_plan_active(db_glue.node))
-        slurm_debug(DB_PREFIX "inactive: %s", db_node_plan_skip_reason(db_glue.node));
+    if (!db_node_plan_active(g->node))
+        slurm_debug(DB_PREFIX "inactive: %s", db_node_plan_skip_reason(g->node));
     else if (eff.mode == DB_MODE_CLOSEST)
-        db_remote_closest(sp, &in, db_glue.node); /* the topology, once per node */
+        db_remote_closest(sp, &in, g->node, g->cfg.topology_cache); /* the topology, once per node */
     return 0;
 fail:
     /* Each task will exit 1 in task_init instead.  Returning -1 here would
      * make slurmstepd abort the launch, which srun (22.05) reports as
      * "could not execve" and then exits 0 as if the step had succeeded. */
-    db_glue.node_failed = 1;
+    g->node_failed = 1;
     return 0;
 }
 
@@ -80,18 +80,18 @@ static int fail_task(void) {
     return -1;
 }
 
-int db_remote_task_init(spank_t sp) {
+int db_remote_task_init(spank_t sp, const struct db_glue *g) {
     char err[DB_ERRLEN];
     db_task_input in = {0};
     db_task_plan *tp = NULL;
     size_t i, n;
     int rc = -1, active, planned;
 
-    if (db_glue.node_failed) return fail_task();
-    if (!db_glue.node) return 0;
+    if (g->node_failed) return fail_task();
+    if (!g->node) return 0;
     /* With mode off the plan only drops what an enclosing step's dist-bind
      * set; nothing there may fail a task nobody asked dist-bind for. */
-    active = db_node_plan_active(db_glue.node);
+    active = db_node_plan_active(g->node);
 
     if (get_u32(sp, S_TASK_GLOBAL_ID, "S_TASK_GLOBAL_ID", &in.global_rank)) goto out;
     {
@@ -103,7 +103,7 @@ int db_remote_task_init(spank_t sp) {
         in.local_rank = (uint32_t)local;
     }
     in.env = job_env(sp);
-    planned = db_task_plan_new(db_glue.node, &in, &tp, err, sizeof err);
+    planned = db_task_plan_new(g->node, &in, &tp, err, sizeof err);
     if (planned != 0) {
         /* An error every task of the node shares is reported by one. */
         if (planned != DB_ERR_NODE || in.local_rank == 0) slurm_error(DB_PREFIX "%s", err);
@@ -126,8 +126,8 @@ out:
     return rc == 0 || !active ? 0 : fail_task();
 }
 
-void db_remote_exit(void) {
-    db_node_plan_free(db_glue.node);
-    db_glue.node = NULL;
-    db_glue.node_failed = 0;
+void db_remote_exit(struct db_glue *g) {
+    db_node_plan_free(g->node);
+    g->node = NULL;
+    g->node_failed = 0;
 }

@@ -66,7 +66,7 @@ struct Verdict {
 };
 
 // This rank's row (check_row.cc).
-Row my_row(distbind_t *db);
+Row my_row(distbind_t *h);
 // The GPU lists' part of a row: `visible` is CUDA_VISIBLE_DEVICES, `own`
 // DIST_BIND_GPUS (nullptr when unset); gpu_count must be set first.
 void set_gpu_lists(Row &r, const char *visible, const char *own);
@@ -83,6 +83,10 @@ Verdict judge(std::vector<Row> &rows);
 // all-reduce; problems go into v, the result line into `line`.  False when
 // the exchange failed after it (the problem then names this rank's own
 // failure first; ranks other than 0 also print it on stderr).
-bool gpu_part(distbind_t *db, const Options &o, Verdict &v, std::string &line);
+bool gpu_part(distbind_t *h, const Options &o, Verdict &v, std::string &line);
+
+// dist-bind-check --plan (check_plan.cc): argv[0] is "--plan"; returns the
+// exit status.
+int plan_main(int argc, char **argv);
 
 }  // namespace dbcheck

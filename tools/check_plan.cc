@@ -10,21 +10,24 @@
 // GPUs in Slurm's numbering: by default every GPU the topology shows,
 // numbered in PCI bus order (or by device minor with --nvidia-proc).
 //
-// db_check_plan_main() gets the arguments from "--plan" on (argv[0] is
-// "--plan"); dist-bind-check calls it when its first argument is --plan.
+// plan_main() gets the arguments from "--plan" on (argv[0] is "--plan");
+// dist-bind-check calls it when its first argument is --plan.  The plan
+// itself comes from libdistbind (distbind_plan_dry_run).
 // Exit status: 0, 1 for bad input (with one "dist-bind: " line on stderr),
 // 2 for bad usage.
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "db_topo.h"
-#include "text.hh"
+#include "check.hh"
+
+namespace dbcheck {
 
 namespace {
 
-const char kUsage[] =
+const char kUsageText[] =
     "usage: dist-bind-check --plan [--topology FILE] (--task-cpus 'LIST;LIST;...' |\n"
     "           --step-cores LIST --tasks N [--cpus-per-task C] [--distribution D])\n"
     "           [--gpus 0,1,...] [--gpus-per-task K] [--nvidia-proc DIR]\n"
@@ -42,8 +45,11 @@ const char kUsage[] =
     "  --nvidia-proc DIR   match GPU numbers to device minors from DIR/<bus id>/information\n"
     "                      (as in /proc/driver/nvidia/gpus) instead of PCI bus order\n";
 
-struct Usage : db::Error {
-    using db::Error::Error;
+struct Usage : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+struct BadInput : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 struct Args {
@@ -91,16 +97,17 @@ Args parse_args(int argc, char **argv) {
     return a;
 }
 
-uint32_t count(const std::string &s, const char *what) {
+unsigned count(const std::string &s, const char *what) {
     uint64_t v;
-    if (!db::parse_uint(s, 1u << 16, v) || v == 0)
-        throw db::Error(db::quoted(what, s) + ": expected a number 1.." + std::to_string(1u << 16));
-    return static_cast<uint32_t>(v);
+    if (!parse_count(s.c_str(), 1u << 16, v) || v == 0)
+        throw BadInput(std::string(what) + "=\"" + s.substr(0, 120) + (s.size() > 120 ? "..." : "") +
+                       "\": expected a number 1.." + std::to_string(1u << 16));
+    return static_cast<unsigned>(v);
 }
 
 int run(int argc, char **argv) {
     const Args a = parse_args(argc, argv);
-    db_topo_dry_run d{};
+    distbind_plan_args d{};
     auto opt = [](const std::string &s) { return s.empty() ? nullptr : s.c_str(); };
     d.topology = opt(a.topology);
     d.task_cpus = opt(a.task_cpus);
@@ -111,27 +118,30 @@ int run(int argc, char **argv) {
     d.gpus = opt(a.gpus);
     d.gpus_per_task = a.k.empty() ? 1 : count(a.k, "--gpus-per-task");
     d.nvidia_proc = opt(a.nvidia);
-    char err[DB_ERRLEN], *text = nullptr;
-    if (db_topo_dry_run_text(&d, &text, err, sizeof err) != 0) throw db::Error(err);
+    char *text = nullptr;
+    if (distbind_plan_dry_run(&d, &text) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(nullptr));
+        return kProblems;
+    }
     const bool ok = std::fputs(text, stdout) >= 0 && std::fflush(stdout) == 0;
     std::free(text);
-    if (!ok) throw db::Error("cannot write the plan to stdout");
-    return 0;
+    if (!ok) throw BadInput("cannot write the plan to stdout");
+    return kOk;
 }
 
 }  // namespace
 
-extern "C" int db_check_plan_main(int argc, char **argv) {
+int plan_main(int argc, char **argv) {
     try {
         return run(argc, argv);
     } catch (const Usage &e) {
         if (*e.what()) std::fprintf(stderr, "dist-bind: %s\n", e.what());
-        std::fputs(kUsage, *e.what() ? stderr : stdout);
-        return *e.what() ? 2 : 0;
-    } catch (const db::Error &e) {
-        std::fprintf(stderr, "dist-bind: %s\n", e.what());
+        std::fputs(kUsageText, *e.what() ? stderr : stdout);
+        return *e.what() ? kUsage : kOk;
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "dist-bind: internal error: %s\n", e.what());
+        std::fprintf(stderr, "dist-bind: %s\n", e.what());
     }
-    return 1;
+    return kProblems;
 }
+
+}  // namespace dbcheck

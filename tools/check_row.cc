@@ -1,6 +1,7 @@
 // dist-bind-check: what one rank reports about itself, and rank 0's check
 // of what the others sent before it reads any of it.
 #include <dirent.h>
+#include <hwloc.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -8,7 +9,6 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
-#include <set>
 
 #include "check.hh"
 
@@ -50,21 +50,6 @@ int env_int(const char *name) {
     return parse_count(getenv(name), INT32_MAX, n) ? static_cast<int>(n) : -1;
 }
 
-// "0-3,8-11" -> the CPUs (sysfs writes these; anything else is skipped).
-std::set<int> parse_cpulist(const std::string &s) {
-    std::set<int> out;
-    for (std::string_view part : split(s, ',')) {
-        std::string p(part);
-        size_t dash = p.find('-');
-        uint64_t a, b;
-        if (!parse_count(p.substr(0, dash).c_str(), 1u << 20, a)) continue;
-        b = a;
-        if (dash != std::string::npos && !parse_count(p.substr(dash + 1).c_str(), 1u << 20, b)) continue;
-        for (uint64_t c = a; c <= b; c++) out.insert(static_cast<int>(c));
-    }
-    return out;
-}
-
 // The NUMA nodes this process's CPUs belong to ("0", "0,1"), "-" unknown.
 std::string cpu_numa_nodes() {
     cpu_set_t set;
@@ -85,11 +70,17 @@ std::string cpu_numa_nodes() {
         std::ifstream f("/sys/devices/system/node/node" + std::to_string(id) + "/cpulist");
         std::string line;
         std::getline(f, line);
-        for (int c : parse_cpulist(line))
-            if (c < CPU_SETSIZE && CPU_ISSET(c, &set)) {
-                nodes += (nodes.empty() ? "" : ",") + std::to_string(id);
-                break;
-            }
+        // hwloc reads the kernel's list form; the project's own parser
+        // (lib/topo, strict) is not part of libdistbind's API.
+        hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+        if (!cpus) return "-";
+        if (hwloc_bitmap_list_sscanf(cpus, line.c_str()) == 0)
+            for (int c = hwloc_bitmap_first(cpus); c >= 0 && c < CPU_SETSIZE; c = hwloc_bitmap_next(cpus, c))
+                if (CPU_ISSET(c, &set)) {
+                    nodes += (nodes.empty() ? "" : ",") + std::to_string(id);
+                    break;
+                }
+        hwloc_bitmap_free(cpus);
     }
     return nodes.empty() ? "-" : nodes;
 }
@@ -98,20 +89,20 @@ std::string cut(const std::string &s, size_t n) { return s.size() < n ? s : s.su
 
 }  // namespace
 
-Row my_row(distbind_t *db) {
+Row my_row(distbind_t *h) {
     Row r{};
-    r.rank = distbind_rank(db);
-    r.world = distbind_world_size(db);
-    r.local_rank = distbind_local_rank(db);
-    r.local_world = distbind_local_world_size(db);
-    r.node_rank = distbind_node_rank(db);
-    r.device = distbind_device(db);
+    r.rank = distbind_rank(h);
+    r.world = distbind_world_size(h);
+    r.local_rank = distbind_local_rank(h);
+    r.local_world = distbind_local_world_size(h);
+    r.node_rank = distbind_node_rank(h);
+    r.device = distbind_device(h);
     r.slurm_procid = env_int("SLURM_PROCID");
     r.slurm_localid = env_int("SLURM_LOCALID");
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     put(r.host, sizeof r.host, host);
-    put_opt(r.source, sizeof r.source, distbind_source(db));
+    put_opt(r.source, sizeof r.source, distbind_source(h));
     const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
     std::string master = ma || mp ? std::string(ma ? ma : "?") + ":" + (mp ? mp : "?") : "-";
     put(r.master, sizeof r.master, master);
@@ -119,11 +110,11 @@ Row my_row(distbind_t *db) {
 
     // What CUDA says, without touching the device (no context).
     distbind_gpu_info info{};
-    if (distbind_gpu_query(db, &info) != DISTBIND_OK) {
+    if (distbind_gpu_query(h, &info) != DISTBIND_OK) {
         info.status = DISTBIND_ERR_INTERNAL;
         info.count = -1;
         info.numa = -1;
-        put(info.message, sizeof info.message, distbind_last_error(db));
+        put(info.message, sizeof info.message, distbind_last_error(h));
     }
     r.gpu_status = info.status;
     r.gpu_count = info.count;

@@ -14,8 +14,6 @@
 
 #include "check.hh"
 
-extern "C" int db_check_plan_main(int argc, char **argv) __attribute__((weak));
-
 namespace {
 
 using namespace dbcheck;
@@ -60,11 +58,11 @@ void print_table(const std::vector<Row> &rows, const Verdict &v, const char *boo
 
 // The exchange itself: a broadcast from the last rank and a barrier, on
 // top of the allgather that brought the table.
-bool check_exchange(distbind_t *db, std::string &why) {
-    int last = distbind_world_size(db) - 1;
-    uint64_t token = distbind_rank(db) == last ? 0x5eed0000u + static_cast<uint64_t>(last) : 0;
-    if (distbind_broadcast(db, &token, sizeof token, last) != DISTBIND_OK || distbind_barrier(db) != DISTBIND_OK) {
-        why = distbind_last_error(db);
+bool check_exchange(distbind_t *h, std::string &why) {
+    int last = distbind_world_size(h) - 1;
+    uint64_t token = distbind_rank(h) == last ? 0x5eed0000u + static_cast<uint64_t>(last) : 0;
+    if (distbind_broadcast(h, &token, sizeof token, last) != DISTBIND_OK || distbind_barrier(h) != DISTBIND_OK) {
+        why = distbind_last_error(h);
         return false;
     }
     if (token != 0x5eed0000u + static_cast<uint64_t>(last)) {
@@ -105,14 +103,8 @@ bool parse_options(int argc, char **argv, Options &o) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc > 1 && std::strcmp(argv[1], "--plan") == 0) {
-        if (!db_check_plan_main) {
-            std::fprintf(stderr, "dist-bind-check: built without topology support\n");
-            return kUsage;
-        }
-        // It takes the arguments from "--plan" on.
-        return db_check_plan_main(argc - 1, argv + 1);
-    }
+    // It takes the arguments from "--plan" on.
+    if (argc > 1 && std::strcmp(argv[1], "--plan") == 0) return plan_main(argc - 1, argv + 1);
     Options o;
     if (!parse_options(argc, argv, o)) return kUsage;
     // The all-reduce's waits are bounded only on a non-blocking
@@ -126,24 +118,24 @@ int main(int argc, char **argv) {
                                                      : "";
     setenv("NCCL_COMM_BLOCKING", "0", 1);
 
-    distbind_t *db = nullptr;
-    if (distbind_init(&db) != DISTBIND_OK) {
+    distbind_t *h = nullptr;
+    if (distbind_init(&h) != DISTBIND_OK) {
         std::fprintf(stderr, "%s\n", distbind_last_error(nullptr));
         return kCannotStart;
     }
-    int rank = distbind_rank(db), world = distbind_world_size(db);
-    Row mine = my_row(db);
+    int rank = distbind_rank(h), world = distbind_world_size(h);
+    Row mine = my_row(h);
     std::vector<Row> rows(static_cast<size_t>(world));
-    if (distbind_allgather(db, &mine, sizeof mine, rows.data()) != DISTBIND_OK) {
-        std::fprintf(stderr, "%s\n", distbind_last_error(db));
-        distbind_destroy(db);
+    if (distbind_allgather(h, &mine, sizeof mine, rows.data()) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(h));
+        distbind_destroy(h);
         return kProblems;
     }
     std::string xwhy;
-    bool xok = check_exchange(db, xwhy);
+    bool xok = check_exchange(h, xwhy);
     if (!xok) {
         std::fprintf(stderr, "dist-bind-check: rank %d: exchange failed: %s\n", rank, xwhy.c_str());
-        distbind_destroy(db);
+        distbind_destroy(h);
         return kProblems;
     }
 
@@ -151,20 +143,20 @@ int main(int argc, char **argv) {
     if (!nb_note.empty()) v.notes.push_back(nb_note);
     // Rank 0 decides whether the GPU part runs, so every rank does the same.
     int32_t run_nccl = rank == 0 && v.gpus && v.problems.empty() ? 1 : 0;
-    if (distbind_broadcast(db, &run_nccl, sizeof run_nccl, 0) != DISTBIND_OK) {
-        std::fprintf(stderr, "%s\n", distbind_last_error(db));
-        distbind_destroy(db);
+    if (distbind_broadcast(h, &run_nccl, sizeof run_nccl, 0) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(h));
+        distbind_destroy(h);
         return kProblems;
     }
     std::string nccl_line;
-    bool exchange_ok = !run_nccl || gpu_part(db, o, v, nccl_line);
+    bool exchange_ok = !run_nccl || gpu_part(h, o, v, nccl_line);
 
     int32_t verdict = v.problems.empty() ? kOk : kProblems;
     if (rank == 0) {
-        print_table(rows, v, distbind_bootstrap(db));
+        print_table(rows, v, distbind_bootstrap(h));
         std::printf("exchange: ok (allgather, broadcast from rank %d, barrier over %s)\n", world - 1,
-                    distbind_bootstrap(db));
-        if (!std::strcmp(distbind_bootstrap(db), "tcp") && getenv("DIST_BIND_TCP_INSECURE") &&
+                    distbind_bootstrap(h));
+        if (!std::strcmp(distbind_bootstrap(h), "tcp") && getenv("DIST_BIND_TCP_INSECURE") &&
             !std::strcmp(getenv("DIST_BIND_TCP_INSECURE"), "1"))
             std::printf("WARNING: DIST_BIND_TCP_INSECURE=1: the exchange ran without authentication\n");
         if (!nccl_line.empty()) std::printf("%s\n", nccl_line.c_str());
@@ -177,10 +169,10 @@ int main(int argc, char **argv) {
     }
     // Every rank exits with rank 0's verdict, as long as the exchange
     // works to tell it.
-    if (exchange_ok && distbind_broadcast(db, &verdict, sizeof verdict, 0) != DISTBIND_OK) {
-        std::fprintf(stderr, "%s\n", distbind_last_error(db));
+    if (exchange_ok && distbind_broadcast(h, &verdict, sizeof verdict, 0) != DISTBIND_OK) {
+        std::fprintf(stderr, "%s\n", distbind_last_error(h));
         verdict = kProblems;
     }
-    distbind_destroy(db);
+    distbind_destroy(h);
     return verdict;
 }

@@ -33,14 +33,6 @@ bool parse_uint(std::string_view s, uint64_t max, uint64_t &out) {
     return true;
 }
 
-uint64_t need_uint(std::string_view s, uint64_t max, std::string_view what,
-                   std::string_view expected) {
-    uint64_t v;
-    if (!parse_uint(s, max, v))
-        throw Error(std::string(what) + ": expected " + std::string(expected));
-    return v;
-}
-
 std::vector<std::string_view> split(std::string_view s, char sep) {
     std::vector<std::string_view> out;
     size_t start = 0;
@@ -186,15 +178,6 @@ std::vector<Term> parse_hostlist(std::string_view list) {
 
 }  // namespace
 
-size_t hostlist_count(std::string_view list) {
-    uint64_t n = 0;
-    for (const Term &t : parse_hostlist(list)) {
-        n += term_size(list, t);
-        if (n > kMaxHosts) bad_hostlist(list, "too many hosts");
-    }
-    return static_cast<size_t>(n);
-}
-
 std::string hostlist_nth(std::string_view list, size_t index) {
     // The whole list is sized first: a list too long to count is refused
     // whatever the index.
@@ -211,16 +194,6 @@ std::string hostlist_nth(std::string_view list, size_t index) {
         k -= n;
     }
     bad_hostlist(list, "has no host number " + std::to_string(index));
-}
-
-std::vector<std::string> hostlist_expand(std::string_view list) {
-    std::vector<std::string> out;
-    for (const Term &t : parse_hostlist(list)) {
-        uint64_t n = term_size(list, t);
-        if (out.size() + n > kMaxHosts) bad_hostlist(list, "too many hosts");
-        for (uint64_t i = 0; i < n; i++) out.push_back(term_nth(t, i));
-    }
-    return out;
 }
 
 std::vector<uint32_t> parse_tasks_per_node(std::string_view s, std::string_view name) {

@@ -21,18 +21,14 @@ std::string quoted(std::string_view name, std::string_view value);
 
 // Decimal digits only (no sign, space or prefix), at most `max`.
 bool parse_uint(std::string_view s, uint64_t max, uint64_t &out);
-// As parse_uint, or throws: `<what>: expected <expected>`.
-uint64_t need_uint(std::string_view s, uint64_t max, std::string_view what,
-                   std::string_view expected);
 
 std::vector<std::string_view> split(std::string_view s, char sep);
 
 // Slurm hostlists: "node[1-3,7],login,rack[1-2]n[01-02]".
-// Number of hosts, and the host at `index` (rightmost bracket varies
-// fastest, as Slurm writes multi-dimensional names).
-size_t hostlist_count(std::string_view list);
+// The host at `index` (rightmost bracket varies fastest, as Slurm writes
+// multi-dimensional names); a list of more than 2^24 hosts is refused
+// whatever the index.
 std::string hostlist_nth(std::string_view list, size_t index);
-std::vector<std::string> hostlist_expand(std::string_view list);
 
 // SLURM_STEP_TASKS_PER_NODE and friends: "3,2", "2(x3),1".
 // A list naming more than max_nodes nodes is refused before anything is

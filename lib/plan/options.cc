@@ -1,6 +1,8 @@
 #include "options.hh"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "text.hh"
 
@@ -79,83 +81,95 @@ db_config default_config() {
     return c;
 }
 
+namespace {
+
+// plugstack.conf's keys, one each.
+void set_default(db_config &c, std::string_view val) {
+    if (val.empty()) throw Error("plugstack.conf: default=\"\": expected a MODE (rank, isolate, closest, env, off)");
+    c.def = parse_request(val, "plugstack.conf: default");
+    if (c.def.port)
+        throw Error("plugstack.conf: default=\"" + std::string(val) +
+                    "\": port= cannot be a default (every step would get the same MASTER_PORT); use ports=LO-HI");
+}
+
+void set_ports(db_config &c, std::string_view val) {
+    size_t dash = val.find('-');
+    uint64_t lo = 0, hi = 0;
+    if (dash == std::string_view::npos || !parse_uint(val.substr(0, dash), 65535, lo) ||
+        !parse_uint(val.substr(dash + 1), 65535, hi) || lo == 0 || hi < lo)
+        throw Error("plugstack.conf: " + quoted("ports", val) + ": expected LO-HI with 1 <= LO <= HI <= 65535");
+    c.port_lo = static_cast<unsigned>(lo);
+    c.port_hi = static_cast<unsigned>(hi);
+}
+
+void set_master_addr(db_config &c, std::string_view val) {
+    if (val == "name") {
+        c.addr_kind = DB_ADDR_NAME;
+    } else if (val == "addr") {
+        c.addr_kind = DB_ADDR_NODEADDR;
+    } else if (val.substr(0, 7) == "suffix:") {
+        std::string_view s = val.substr(7);
+        bool ok = !s.empty() && s.size() < DB_SUFFIX_MAX;
+        for (char ch : s)
+            ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                        ch == '-' || ch == '.' || ch == '_');
+        if (!ok)
+            throw Error("plugstack.conf: " + quoted("master_addr", val) +
+                        ": the suffix must be 1-63 characters of letters, digits, '-', '.', '_'");
+        c.addr_kind = DB_ADDR_SUFFIX;
+        copy_out(s, c.addr_suffix, sizeof c.addr_suffix);
+    } else {
+        throw Error("plugstack.conf: " + quoted("master_addr", val) + ": expected name, addr or suffix:S");
+    }
+}
+
+void set_topology_cache(db_config &c, std::string_view val) {
+    if (val == "none") {
+        c.topology_cache[0] = '\0';
+        return;
+    }
+    bool ok = !val.empty() && val[0] == '/' && val.size() < DB_PATH_MAX;
+    for (size_t i = 0; ok && i < val.size(); i++) {
+        unsigned char ch = static_cast<unsigned char>(val[i]);
+        ok = ch > 0x20 && ch < 0x7f;
+        if (ok && ch == '%') {
+            ok = i + 1 < val.size() && (val[i + 1] == 'n' || val[i + 1] == 'h' || val[i + 1] == '%');
+            i++;
+        }
+    }
+    if (!ok)
+        throw Error("plugstack.conf: " + quoted("topology_cache", val) +
+                    ": expected none, or an absolute path of at most 1023 characters in which % "
+                    "only starts %n (node name), %h (host name) or %%");
+    copy_out(val, c.topology_cache, sizeof c.topology_cache);
+}
+
+}  // namespace
+
 db_config parse_config(int argc, const char *const *argv) {
     db_config c = default_config();
     const char *keys = "valid keys: default, ports, master_addr, topology_cache";
-    bool seen_default = false, seen_ports = false, seen_addr = false, seen_cache = false;
+    struct Key {
+        const char *name;
+        void (*set)(db_config &, std::string_view);
+        bool seen;
+    } table[] = {{"default", set_default, false},
+                 {"ports", set_ports, false},
+                 {"master_addr", set_master_addr, false},
+                 {"topology_cache", set_topology_cache, false}};
     for (int i = 0; i < argc; i++) {
         std::string_view arg = argv[i] ? argv[i] : "";
         size_t eq = arg.find('=');
         if (eq == std::string_view::npos || eq == 0)
             throw Error("plugstack.conf argument \"" + std::string(arg) + "\": expected key=value (" + keys + ")");
         std::string_view key = arg.substr(0, eq), val = arg.substr(eq + 1);
-        auto once = [&](bool &seen) {
-            if (seen) throw Error("plugstack.conf: key \"" + std::string(key) + "\" given twice");
-            seen = true;
-        };
-        if (key == "default") {
-            once(seen_default);
-            if (val.empty())
-                throw Error("plugstack.conf: default=\"\": expected a MODE (rank, isolate, closest, env, off)");
-            c.def = parse_request(val, "plugstack.conf: default");
-            if (c.def.port)
-                throw Error("plugstack.conf: default=\"" + std::string(val) +
-                            "\": port= cannot be a default (every step would get the same MASTER_PORT); use ports=LO-HI");
-        } else if (key == "ports") {
-            once(seen_ports);
-            size_t dash = val.find('-');
-            uint64_t lo = 0, hi = 0;
-            if (dash == std::string_view::npos || !parse_uint(val.substr(0, dash), 65535, lo) ||
-                !parse_uint(val.substr(dash + 1), 65535, hi) || lo == 0 || hi < lo)
-                throw Error("plugstack.conf: " + quoted("ports", val) +
-                            ": expected LO-HI with 1 <= LO <= HI <= 65535");
-            c.port_lo = static_cast<unsigned>(lo);
-            c.port_hi = static_cast<unsigned>(hi);
-        } else if (key == "master_addr") {
-            once(seen_addr);
-            if (val == "name") {
-                c.addr_kind = DB_ADDR_NAME;
-            } else if (val == "addr") {
-                c.addr_kind = DB_ADDR_NODEADDR;
-            } else if (val.substr(0, 7) == "suffix:") {
-                std::string_view s = val.substr(7);
-                bool ok = !s.empty() && s.size() < DB_SUFFIX_MAX;
-                for (char ch : s)
-                    ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                                (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_');
-                if (!ok)
-                    throw Error("plugstack.conf: " + quoted("master_addr", val) +
-                                ": the suffix must be 1-63 characters of letters, digits, '-', '.', '_'");
-                c.addr_kind = DB_ADDR_SUFFIX;
-                copy_out(s, c.addr_suffix, sizeof c.addr_suffix);
-            } else {
-                throw Error("plugstack.conf: " + quoted("master_addr", val) +
-                            ": expected name, addr or suffix:S");
-            }
-        } else if (key == "topology_cache") {
-            once(seen_cache);
-            if (val == "none") {
-                c.topology_cache[0] = '\0';
-            } else {
-                bool ok = !val.empty() && val[0] == '/' && val.size() < DB_PATH_MAX;
-                for (size_t i = 0; ok && i < val.size(); i++) {
-                    unsigned char ch = static_cast<unsigned char>(val[i]);
-                    ok = ch > 0x20 && ch < 0x7f;
-                    if (ok && ch == '%') {
-                        ok = i + 1 < val.size() && (val[i + 1] == 'n' || val[i + 1] == 'h' || val[i + 1] == '%');
-                        i++;
-                    }
-                }
-                if (!ok)
-                    throw Error("plugstack.conf: " + quoted("topology_cache", val) +
-                                ": expected none, or an absolute path of at most 1023 characters in which % "
-                                "only starts %n (node name), %h (host name) or %%");
-                copy_out(val, c.topology_cache, sizeof c.topology_cache);
-            }
-        } else {
+        Key *k = std::find_if(std::begin(table), std::end(table), [&](const Key &x) { return key == x.name; });
+        if (k == std::end(table))
             throw Error("plugstack.conf: unknown key \"" + std::string(key) + "\" in \"" + std::string(arg) +
                         "\" (" + keys + ")");
-        }
+        if (k->seen) throw Error("plugstack.conf: key \"" + std::string(key) + "\" given twice");
+        k->seen = true;
+        k->set(c, val);
     }
     return c;
 }

@@ -150,6 +150,37 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
                     ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
 }
 
+// srun's word (DB_DEVICES_HINT, from slurmctld's configuration): whether
+// task/cgroup confines devices, and with it task sharing and GPUs per task
+// (into np).  Unknown when srun said nothing.
+Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
+    const char *hint = env_get(in.env, DB_DEVICES_HINT);
+    if (!hint) return Devices::Unknown;
+    auto bad = [&] {
+        return Error(quoted(DB_DEVICES_HINT, hint) +
+                     ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\" "
+                     "(srun sets it)");
+    };
+    const std::vector<std::string_view> words = split(hint, ',');
+    Devices said;
+    if (words[0] == "none")
+        said = Devices::Open;
+    else if (words[0] == "cgroup")
+        said = Devices::Confined;
+    else
+        throw bad();
+    for (size_t i = 1; i < words.size(); i++) {
+        uint64_t k;
+        if (words[i] == "task-sharing" && said == Devices::Confined)
+            np.task_sharing = true;
+        else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
+            np.gpus_per_task = static_cast<size_t>(k);
+        else
+            throw bad();
+    }
+    return said;
+}
+
 // Does Slurm confine each task it binds to its own GPUs (task/cgroup with
 // ConstrainDevices=yes)?  Then it numbers every list inside the cgroup
 // ("0" is the first GPU the process can open) and a task it bound per task
@@ -182,30 +213,7 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
     else if (numeric && np.gpu_names != step)
         seen = Devices::Confined;
 
-    Devices said = Devices::Unknown;
-    if (const char *hint = env_get(in.env, DB_DEVICES_HINT)) {
-        auto bad = [&] {
-            return Error(quoted(DB_DEVICES_HINT, hint) +
-                         ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\" "
-                         "(srun sets it)");
-        };
-        const std::vector<std::string_view> words = split(hint, ',');
-        if (words[0] == "none")
-            said = Devices::Open;
-        else if (words[0] == "cgroup")
-            said = Devices::Confined;
-        else
-            throw bad();
-        for (size_t i = 1; i < words.size(); i++) {
-            uint64_t k;
-            if (words[i] == "task-sharing" && said == Devices::Confined)
-                np.task_sharing = true;
-            else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
-                np.gpus_per_task = static_cast<size_t>(k);
-            else
-                throw bad();
-        }
-    }
+    const Devices said = read_devices_hint(in, np);
     if (seen != Devices::Unknown) {
         np.devices = seen;
         np.devices_from = "from Slurm's GPU lists";

@@ -11,7 +11,9 @@
 CUDA_HOME   ?= /usr/local/cuda
 RT_SRC      := $(wildcard lib/runtime/*.cc)
 RT_INC      := -Ilib/runtime/include -I$(B)/include
-RT_FLAGS    := -Ilib/common -Ilib/runtime $(RT_INC) -DDB_VERSION_STRING=\"$(DB_VERSION)\"
+# plan.cc (distbind_plan_dry_run) calls the plan and the topology.
+RT_FLAGS    := -Ilib/common -Ilib/plan -Ilib/topo -Ilib/runtime $(RT_INC) $(HWLOC_CFLAGS) \
+               -DDB_VERSION_STRING=\"$(DB_VERSION)\"
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
 ifneq ($(wildcard $(CUDA_HOME)/include/nccl.h),)
 RT_FLAGS    += -DDB_HAVE_CUDA -isystem $(CUDA_HOME)/include -DDB_CUDA_HOME=\"$(CUDA_HOME)\"
@@ -31,13 +33,18 @@ RT_LIB      := $(B)/libdistbind.so
 RT_ARCHIVE  := $(B)/libdistbind.a
 RT_SONAME   := libdistbind.so.$(DB_ABI)
 RT_PIC      := $(call objs,pic,$(RT_SRC))
-RT_SAN      := $(call objs,san,$(RT_SRC))
-RT_TSAN     := $(call objs,tsan,$(RT_SRC))
+# plan.cc (distbind_plan_dry_run) calls lib/topo: only the shared library
+# links it (with lib/topo and hwloc); the test builds leave it out.
+RT_TEST_SRC := $(filter-out lib/runtime/plan.cc,$(RT_SRC))
+RT_SAN      := $(call objs,san,$(RT_TEST_SRC))
+RT_TSAN     := $(call objs,tsan,$(RT_TEST_SRC))
 
-# lib/common's strict parsers go inside the library too, hidden.
-$(RT_LIB): $(RT_PIC) $(COMMON_PIC) lib/runtime/distbind.map
-	$(CXX) -shared -o $@ $(RT_PIC) $(COMMON_PIC) $(LDHARDEN) -Wl,-soname,$(RT_SONAME) \
-	    -Wl,--version-script=lib/runtime/distbind.map $(RT_LIBS) $(LDFLAGS)
+# The plan, topology and common objects ($(TOPO_LIB): lib/common's strict
+# parsers, the dry run of closest) go inside the library too, hidden; hwloc
+# is its one new run-time dependency.
+$(RT_LIB): $(RT_PIC) $(TOPO_LIB) lib/runtime/distbind.map
+	$(CXX) -shared -o $@ $(RT_PIC) $(TOPO_LIB) $(LDHARDEN) -Wl,-soname,$(RT_SONAME) \
+	    -Wl,--version-script=lib/runtime/distbind.map $(RT_LIBS) $(HWLOC_LIBS) $(LDFLAGS)
 	ln -sf libdistbind.so $(B)/$(RT_SONAME)
 
 $(RT_ARCHIVE): $(RT_PIC)

@@ -151,6 +151,11 @@ distbind_status create(distbind **out, const char *const *env) noexcept {
 
 }  // namespace
 
+distbind_status db::rt::unbound_call(const std::function<void()> &f) noexcept {
+    t_err.clear();
+    return guarded(nullptr, t_err, f);
+}
+
 extern "C" {
 
 const char *distbind_status_name(distbind_status s) {
@@ -184,36 +189,36 @@ distbind_status distbind_create_env(distbind_t **out, const char *const *env) {
     return create(out, env);
 }
 
-distbind_status distbind_set_bootstrap(distbind_t *db, const char *name) {
-    return on(db, [&] {
+distbind_status distbind_set_bootstrap(distbind_t *h, const char *name) {
+    return on(h, [&] {
         if (!name) fail(DISTBIND_ERR_ARG, "distbind_set_bootstrap: name is NULL");
-        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_set_bootstrap: the exchange is already up");
+        if (h->ex) fail(DISTBIND_ERR_STATE, "distbind_set_bootstrap: the exchange is already up");
         try {
             db::rt::check_bootstrap_name(name, "bootstrap");
         } catch (const Failure &f) {
             fail(DISTBIND_ERR_ARG, f.what());
         }
-        db->params.bootstrap = name;
+        h->params.bootstrap = name;
     });
 }
 
-distbind_status distbind_set_timeout(distbind_t *db, double seconds) {
-    return on(db, [&] {
+distbind_status distbind_set_timeout(distbind_t *h, double seconds) {
+    return on(h, [&] {
         if (!(seconds > 0) || seconds > 604800)
             fail(DISTBIND_ERR_ARG, "distbind_set_timeout: " + std::to_string(seconds) +
                                        " is not a timeout (expected seconds above 0, at most 604800)");
-        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_set_timeout: the exchange is already up");
-        db->params.timeout_s = seconds;
+        if (h->ex) fail(DISTBIND_ERR_STATE, "distbind_set_timeout: the exchange is already up");
+        h->params.timeout_s = seconds;
     });
 }
 
-distbind_status distbind_connect(distbind_t *db) {
-    return on(db, [&] {
-        if (db->ex) fail(DISTBIND_ERR_STATE, "distbind_connect: the exchange is already up");
-        const db::rt::Params &p = db->params;
+distbind_status distbind_connect(distbind_t *h) {
+    return on(h, [&] {
+        if (h->ex) fail(DISTBIND_ERR_STATE, "distbind_connect: the exchange is already up");
+        const db::rt::Params &p = h->params;
         db::rt::ExchangeConfig c;
-        c.rank = db->id.rank;
-        c.world = db->id.world;
+        c.rank = h->id.rank;
+        c.world = h->id.world;
         c.timeout_s = p.timeout_s;
         c.fanout = p.fanout;
         c.step_key = p.step_key;
@@ -229,37 +234,37 @@ distbind_status distbind_connect(distbind_t *db) {
             // before their first collective (library, init, job size): once
             // the ranks have begun one together, a failure there is PEER,
             // SYSTEM or TIMEOUT, so ranks never end up split between them.
-            if (db::rt::pmix_has_server(db->env)) {
+            if (db::rt::pmix_has_server(h->env)) {
                 try {
-                    db->ex = db::rt::make_pmix(c);
+                    h->ex = db::rt::make_pmix(c);
                 } catch (const Failure &f) {
                     if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
                     db::rt::debugf("pmix unavailable, trying the next bootstrap: %s", f.what());
                 }
             }
-            if (!db->ex && db::rt::pmi2_has_server(db->env)) {
+            if (!h->ex && db::rt::pmi2_has_server(h->env)) {
                 try {
-                    db->ex = db::rt::make_pmi2(c);
+                    h->ex = db::rt::make_pmi2(c);
                 } catch (const Failure &f) {
                     if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
                     db::rt::debugf("pmi2 unavailable, trying the next bootstrap: %s", f.what());
                 }
             }
-            if (!db->ex) db->ex = db::rt::make_tcp(c);
+            if (!h->ex) h->ex = db::rt::make_tcp(c);
         } else if (how == "pmix") {
-            if (!db::rt::pmix_has_server(db->env))
+            if (!db::rt::pmix_has_server(h->env))
                 fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server "
                                                "(PMIX_NAMESPACE is not set): start it with srun --mpi=pmix");
-            db->ex = db::rt::make_pmix(c);
+            h->ex = db::rt::make_pmix(c);
         } else if (how == "pmi2") {
-            if (!db::rt::pmi2_has_server(db->env))
+            if (!db::rt::pmi2_has_server(h->env))
                 fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmi2, but this task has no PMI2 server "
                                                "(PMI_FD is not set): start it with srun --mpi=pmi2");
-            db->ex = db::rt::make_pmi2(c);
+            h->ex = db::rt::make_pmi2(c);
         } else {
-            db->ex = db::rt::make_tcp(c);
+            h->ex = db::rt::make_tcp(c);
         }
-        db::rt::debugf("exchange up over %s", db->ex->name());
+        db::rt::debugf("exchange up over %s", h->ex->name());
     });
 }
 
@@ -275,62 +280,62 @@ distbind_status distbind_init(distbind_t **out) {
     return st;
 }
 
-void distbind_destroy(distbind_t *db) {
-    if (!db) return;
-    db::rt::DebugScope scope(db->dbg);
+void distbind_destroy(distbind_t *h) {
+    if (!h) return;
+    db::rt::DebugScope scope(h->dbg);
     try {
-        db::rt::gpu::nccl_destroy(db->comm);
+        db::rt::gpu::nccl_destroy(h->comm);
     } catch (...) {
     }
-    delete db;
+    delete h;
 }
 
-int distbind_rank(const distbind_t *db) { return db ? db->id.rank : -1; }
-int distbind_world_size(const distbind_t *db) { return db ? db->id.world : -1; }
-int distbind_local_rank(const distbind_t *db) { return db ? db->id.local_rank : -1; }
-int distbind_local_world_size(const distbind_t *db) { return db ? db->id.local_world : -1; }
-int distbind_node_rank(const distbind_t *db) { return db ? db->id.node_rank : -1; }
-int distbind_device(const distbind_t *db) { return db ? db->id.device : -1; }
+int distbind_rank(const distbind_t *h) { return h ? h->id.rank : -1; }
+int distbind_world_size(const distbind_t *h) { return h ? h->id.world : -1; }
+int distbind_local_rank(const distbind_t *h) { return h ? h->id.local_rank : -1; }
+int distbind_local_world_size(const distbind_t *h) { return h ? h->id.local_world : -1; }
+int distbind_node_rank(const distbind_t *h) { return h ? h->id.node_rank : -1; }
+int distbind_device(const distbind_t *h) { return h ? h->id.device : -1; }
 
-const char *distbind_source(const distbind_t *db) { return db ? db::rt::source_name(db->id.source) : nullptr; }
+const char *distbind_source(const distbind_t *h) { return h ? db::rt::source_name(h->id.source) : nullptr; }
 
-const char *distbind_bootstrap(const distbind_t *db) { return db && db->ex ? db->ex->name() : nullptr; }
+const char *distbind_bootstrap(const distbind_t *h) { return h && h->ex ? h->ex->name() : nullptr; }
 
-distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root) {
-    return on(db, [&] {
+distbind_status distbind_broadcast(distbind_t *h, void *buf, size_t len, int root) {
+    return on(h, [&] {
         if (!buf && len) fail(DISTBIND_ERR_ARG, "distbind_broadcast: buf is NULL");
-        if (root < 0 || root >= db->id.world)
+        if (root < 0 || root >= h->id.world)
             fail(DISTBIND_ERR_ARG, "distbind_broadcast: root " + std::to_string(root) + " is not a rank (0.." +
-                                       std::to_string(db->id.world - 1) + ")");
-        check_size("distbind_broadcast", len, db->id.world, false);
-        exchange(db).broadcast(buf, len, root);
+                                       std::to_string(h->id.world - 1) + ")");
+        check_size("distbind_broadcast", len, h->id.world, false);
+        exchange(h).broadcast(buf, len, root);
     });
 }
 
-distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv) {
-    return on(db, [&] {
+distbind_status distbind_allgather(distbind_t *h, const void *send, size_t len, void *recv) {
+    return on(h, [&] {
         if ((!send || !recv) && len) fail(DISTBIND_ERR_ARG, "distbind_allgather: send or recv is NULL");
-        check_size("distbind_allgather", len, db->id.world, true);
-        exchange(db).allgather(send, len, recv);
+        check_size("distbind_allgather", len, h->id.world, true);
+        exchange(h).allgather(send, len, recv);
     });
 }
 
-distbind_status distbind_barrier(distbind_t *db) {
-    return on(db, [&] { exchange(db).barrier(); });
+distbind_status distbind_barrier(distbind_t *h) {
+    return on(h, [&] { exchange(h).barrier(); });
 }
 
-distbind_status distbind_set_device(distbind_t *db, int *device) {
-    return on(db, [&] {
-        db->bus_id = db::rt::gpu::set_device(exchange(db), db->id, db->env);
-        db->device_set = true;
-        if (device) *device = db->id.device;
+distbind_status distbind_set_device(distbind_t *h, int *device) {
+    return on(h, [&] {
+        h->bus_id = db::rt::gpu::set_device(exchange(h), h->id, h->env);
+        h->device_set = true;
+        if (device) *device = h->id.device;
     });
 }
 
-distbind_status distbind_gpu_query(distbind_t *db, distbind_gpu_info *info) {
-    return on(db, [&] {
+distbind_status distbind_gpu_query(distbind_t *h, distbind_gpu_info *info) {
+    return on(h, [&] {
         if (!info) fail(DISTBIND_ERR_ARG, "distbind_gpu_query: info is NULL");
-        db::rt::gpu::Probe p = db::rt::gpu::probe(db->id, db->env);
+        db::rt::gpu::Probe p = db::rt::gpu::probe(h->id, h->env);
         *info = distbind_gpu_info{};
         info->status = p.status;
         info->device = p.device;
@@ -342,8 +347,8 @@ distbind_status distbind_gpu_query(distbind_t *db, distbind_gpu_info *info) {
     });
 }
 
-distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len) {
-    auto *h = const_cast<distbind_t *>(db);
+distbind_status distbind_gpu_bus_id(const distbind_t *ch, char *buf, size_t len) {
+    auto *h = const_cast<distbind_t *>(ch);
     return on(h, [&] {
         if (!buf || len == 0) fail(DISTBIND_ERR_ARG, "distbind_gpu_bus_id: no buffer");
         if (!h->device_set) fail(DISTBIND_ERR_STATE, "distbind_gpu_bus_id: call distbind_set_device first");
@@ -352,48 +357,48 @@ distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len)
     });
 }
 
-distbind_status distbind_set_nccl_blocking(distbind_t *db, int blocking) {
-    return on(db, [&] {
+distbind_status distbind_set_nccl_blocking(distbind_t *h, int blocking) {
+    return on(h, [&] {
         if (blocking != 0 && blocking != 1)
             fail(DISTBIND_ERR_ARG, "distbind_set_nccl_blocking: " + std::to_string(blocking) + " is not 0 or 1");
-        db->nccl_blocking = blocking;
+        h->nccl_blocking = blocking;
     });
 }
 
-distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm) {
-    return on(db, [&] {
+distbind_status distbind_nccl_init(distbind_t *h, const void *config, struct ncclComm **comm) {
+    return on(h, [&] {
         if (!comm) fail(DISTBIND_ERR_ARG, "distbind_nccl_init: comm is NULL");
         *comm = nullptr;
-        if (!db->device_set) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: call distbind_set_device first");
-        if (db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: this handle already has a communicator");
-        db->comm = db::rt::gpu::nccl_init(exchange(db), db->id, db->params, config, db->nccl_blocking,
-                                          &db->comm_nonblocking);
-        *comm = static_cast<struct ncclComm *>(db->comm);
+        if (!h->device_set) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: call distbind_set_device first");
+        if (h->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: this handle already has a communicator");
+        h->comm = db::rt::gpu::nccl_init(exchange(h), h->id, h->params, config, h->nccl_blocking,
+                                          &h->comm_nonblocking);
+        *comm = static_cast<struct ncclComm *>(h->comm);
     });
 }
 
-distbind_status distbind_nccl_abort(distbind_t *db) {
-    return on(db, [&] {
-        if (!db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_abort: this handle has no communicator");
-        void *c = db->comm;
-        db->comm = nullptr;
+distbind_status distbind_nccl_abort(distbind_t *h) {
+    return on(h, [&] {
+        if (!h->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_abort: this handle has no communicator");
+        void *c = h->comm;
+        h->comm = nullptr;
         db::rt::gpu::nccl_abort(c);
     });
 }
 
-distbind_status distbind_nccl_allreduce_check(distbind_t *db, size_t bytes, int iters, double *seconds) {
-    return on(db, [&] {
-        if (!db->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_allreduce_check: call distbind_nccl_init first");
-        double s = db::rt::gpu::allreduce_check(exchange(db), db->id, db->params, db->comm, db->comm_nonblocking,
+distbind_status distbind_nccl_allreduce_check(distbind_t *h, size_t bytes, int iters, double *seconds) {
+    return on(h, [&] {
+        if (!h->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_allreduce_check: call distbind_nccl_init first");
+        double s = db::rt::gpu::allreduce_check(exchange(h), h->id, h->params, h->comm, h->comm_nonblocking,
                                                 bytes, iters);
         if (seconds) *seconds = s;
     });
 }
 
-double distbind_timeout(const distbind_t *db) { return db ? db->params.timeout_s : -1; }
+double distbind_timeout(const distbind_t *h) { return h ? h->params.timeout_s : -1; }
 
-const char *distbind_last_error(const distbind_t *db) { return db ? db->err.c_str() : t_err.c_str(); }
+const char *distbind_last_error(const distbind_t *h) { return h ? h->err.c_str() : t_err.c_str(); }
 
-long distbind_peak_connections(const distbind_t *db) { return db && db->ex ? db->ex->peak_connections() : 0; }
+long distbind_peak_connections(const distbind_t *h) { return h && h->ex ? h->ex->peak_connections() : 0; }
 
 }  // extern "C"

@@ -43,12 +43,6 @@ void nccl_abort(void *) {}
 
 namespace {
 
-std::string secs(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g s", s);
-    return buf;
-}
-
 // The config NCCL gets, owned by the helper thread that may outlive the
 // call: yours copied at your nccl.h's size (its `size` field; NCCL reads
 // no further), never at this library's.  Size, magic and blocking sit at
@@ -120,7 +114,7 @@ ncclComm_t start_comm(const Nccl *nc, const Identity &id, const Params &p, std::
         },
         d);
     if (!done)
-        fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + secs(p.timeout_s) + " on rank " +
+        fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + seconds_text(p.timeout_s) + " on rank " +
                                        std::to_string(id.rank) +
                                        ": another rank's NCCL failed or is stuck (NCCL_DEBUG=WARN says why); NCCL "
                                        "is left waiting on a helper thread, so end the process");
@@ -139,7 +133,7 @@ ncclComm_t start_comm(const Nccl *nc, const Identity &id, const Params &p, std::
         }
         if (d.passed()) {
             nc->CommAbort(comm);
-            fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + secs(p.timeout_s) +
+            fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + seconds_text(p.timeout_s) +
                                            " on rank " + std::to_string(id.rank) +
                                            ", so it was aborted: another rank's NCCL failed or is stuck "
                                            "(NCCL_DEBUG=WARN says why)");

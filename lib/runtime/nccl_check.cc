@@ -27,12 +27,6 @@ double allreduce_check(Exchange &, const Identity &, const Params &, void *&, bo
 
 namespace {
 
-std::string secs(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g s", s);
-    return buf;
-}
-
 // This rank's side: what it holds, and the bounded waits.
 class Run {
   public:
@@ -112,7 +106,7 @@ class Run {
             if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm), q);
             if (state != ncclSuccess && state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm), state);
             if (e == cudaSuccess) return;
-            if (d.passed()) return abort("the all-reduce did not finish within " + secs(limit_), ncclSuccess);
+            if (d.passed()) return abort("the all-reduce did not finish within " + seconds_text(limit_), ncclSuccess);
             pause();
         }
     }
@@ -141,7 +135,7 @@ class Run {
             if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm), q), false;
             if (state == ncclSuccess) return true;
             if (state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm), state), false;
-            if (d.passed()) return abort("NCCL did not take the all-reduce in within " + secs(limit_), ncclSuccess), false;
+            if (d.passed()) return abort("NCCL did not take the all-reduce in within " + seconds_text(limit_), ncclSuccess), false;
             pause();
         }
     }

@@ -171,18 +171,6 @@ int connect_error(int fd) {
     return soerr;
 }
 
-Socket connect_to(const Addr &a, const Deadline &d, int &err) {
-    Socket s = connect_start(a, err);
-    if (!s) return s;
-    if (!wait_fd(s.fd(), POLLOUT, d)) {
-        err = ETIMEDOUT;
-        return Socket();
-    }
-    err = connect_error(s.fd());
-    if (err != 0) return Socket();
-    return s;
-}
-
 Socket accept_from(const Socket &listener, int &err) {
     for (;;) {
         int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);

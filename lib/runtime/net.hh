@@ -39,9 +39,6 @@ Socket listen_on(const Addr &a, int &err);
 // The address a socket is bound to (for a connected one: the local end).
 Addr local_addr(int fd);
 
-// Connect within the deadline; on failure returns an empty Socket and the
-// errno in `err` (ETIMEDOUT when the deadline passed).
-Socket connect_to(const Addr &a, const Deadline &d, int &err);
 // Start a connection without waiting: the socket becomes writable when it
 // is up (or failed: connect_error says which).
 Socket connect_start(const Addr &a, int &err);

@@ -102,14 +102,68 @@ double parse_seconds(std::string_view s, std::string_view what) {
     return v;
 }
 
+namespace {
+
+// "0" or "1" in NAME; `def` when unset.
+bool read_flag(const Env &env, const char *name, bool def) {
+    const char *v = env.get(name);
+    if (!v) return def;
+    if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+        fail(DISTBIND_ERR_ENV, quoted(name, v) + ": expected 0 or 1");
+    return v[0] == '1';
+}
+
+// DIST_BIND_STEP_KEY, else SLURM_JOB_ID.SLURM_STEP_ID, else "".
+std::string read_step_key(const Env &env) {
+    if (const char *v = env.get("DIST_BIND_STEP_KEY")) {
+        note("DIST_BIND_STEP_KEY", v);
+        if (!*v || std::strlen(v) > 200)
+            fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_STEP_KEY", v) + ": expected 1 to 200 characters");
+        return v;
+    }
+    const char *job = env.get("SLURM_JOB_ID"), *step = env.get("SLURM_STEP_ID");
+    // Only an identity both halves of which are there; a partial one
+    // would make two steps of one job look alike.
+    if (job && step && std::strlen(job) + std::strlen(step) < 200) return std::string(job) + "." + step;
+    return "";
+}
+
+// DIST_BIND_SECRET and DIST_BIND_TCP_INSECURE.  The secret's value is
+// never shown, not even when debugging.
+void read_tcp_trust(const Env &env, Params &p) {
+    if (const char *v = env.get(kSecretVar)) {
+        if (!p.secret.parse_hex(v))
+            fail(DISTBIND_ERR_ENV, "DIST_BIND_SECRET (" + std::to_string(std::strlen(v)) +
+                                       " characters) is not a secret: expected 64 hex digits (256 bits), as srun "
+                                       "--dist-bind sets it or `openssl rand -hex 32` prints it");
+        debugf("DIST_BIND_SECRET set by environment (%zu characters)", std::strlen(v));
+    }
+    note("DIST_BIND_TCP_INSECURE", env.get("DIST_BIND_TCP_INSECURE"));
+    p.tcp_insecure = read_flag(env, "DIST_BIND_TCP_INSECURE", p.tcp_insecure);
+}
+
+// MASTER_ADDR and MASTER_PORT, for the TCP bootstrap.
+void read_master(const Env &env, Params &p) {
+    if (const char *v = env.get("MASTER_ADDR")) {
+        note("MASTER_ADDR", v);
+        if (!*v || std::strlen(v) > 255 || std::strpbrk(v, " \t\n"))
+            fail(DISTBIND_ERR_ENV, quoted("MASTER_ADDR", v) + ": expected a host name or IPv4 address");
+        p.master_addr = v;
+    }
+    if (const char *v = env.get("MASTER_PORT")) {
+        note("MASTER_PORT", v);
+        uint64_t port;
+        if (!parse_uint(v, 65535, port) || port == 0)
+            fail(DISTBIND_ERR_ENV, quoted("MASTER_PORT", v) + ": expected a port number from 1 to 65535");
+        p.master_port = static_cast<unsigned>(port);
+    }
+}
+
+}  // namespace
+
 Params read_params(const Env &env) {
     Params p;
-    const char *dbg = env.get("DIST_BIND_DEBUG");
-    if (dbg) {
-        if (std::strcmp(dbg, "0") != 0 && std::strcmp(dbg, "1") != 0)
-            fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_DEBUG", dbg) + ": expected 0 or 1");
-        p.debug = dbg[0] == '1';
-    }
+    p.debug = read_flag(env, "DIST_BIND_DEBUG", p.debug);
     // The settings read from here on are noted when debugging.
     DebugCtx ctx{p.debug, -1};
     DebugScope scope(ctx);
@@ -124,48 +178,9 @@ Params read_params(const Env &env) {
     }
     p.fanout = need_range(env, "DIST_BIND_TCP_FANOUT", 1, 65535, p.fanout);
     p.nccl_ranks_per_root = need_range(env, "DIST_BIND_NCCL_RANKS_PER_ROOT", 1, 1u << 24, p.nccl_ranks_per_root);
-
-    if (const char *v = env.get("DIST_BIND_STEP_KEY")) {
-        note("DIST_BIND_STEP_KEY", v);
-        if (!*v || std::strlen(v) > 200)
-            fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_STEP_KEY", v) + ": expected 1 to 200 characters");
-        p.step_key = v;
-    } else {
-        const char *job = env.get("SLURM_JOB_ID"), *step = env.get("SLURM_STEP_ID");
-        // Only an identity both halves of which are there; a partial one
-        // would make two steps of one job look alike.
-        if (job && step && std::strlen(job) + std::strlen(step) < 200)
-            p.step_key = std::string(job) + "." + step;
-    }
-
-    // The secret's value is never shown, not even when debugging.
-    if (const char *v = env.get(kSecretVar)) {
-        if (!p.secret.parse_hex(v))
-            fail(DISTBIND_ERR_ENV, "DIST_BIND_SECRET (" + std::to_string(std::strlen(v)) +
-                                       " characters) is not a secret: expected 64 hex digits (256 bits), as srun "
-                                       "--dist-bind sets it or `openssl rand -hex 32` prints it");
-        debugf("DIST_BIND_SECRET set by environment (%zu characters)", std::strlen(v));
-    }
-    if (const char *v = env.get("DIST_BIND_TCP_INSECURE")) {
-        note("DIST_BIND_TCP_INSECURE", v);
-        if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
-            fail(DISTBIND_ERR_ENV, quoted("DIST_BIND_TCP_INSECURE", v) + ": expected 0 or 1");
-        p.tcp_insecure = v[0] == '1';
-    }
-
-    if (const char *v = env.get("MASTER_ADDR")) {
-        note("MASTER_ADDR", v);
-        if (!*v || std::strlen(v) > 255 || std::strpbrk(v, " \t\n"))
-            fail(DISTBIND_ERR_ENV, quoted("MASTER_ADDR", v) + ": expected a host name or IPv4 address");
-        p.master_addr = v;
-    }
-    if (const char *v = env.get("MASTER_PORT")) {
-        note("MASTER_PORT", v);
-        uint64_t port;
-        if (!parse_uint(v, 65535, port) || port == 0)
-            fail(DISTBIND_ERR_ENV, quoted("MASTER_PORT", v) + ": expected a port number from 1 to 65535");
-        p.master_port = static_cast<unsigned>(port);
-    }
+    p.step_key = read_step_key(env);
+    read_tcp_trust(env, p);
+    read_master(env, p);
     return p;
 }
 
@@ -181,8 +196,6 @@ const char *source_name(Source s) {
 
 DebugScope::DebugScope(const DebugCtx &c) noexcept : prev_(t_debug) { t_debug = &c; }
 DebugScope::~DebugScope() { t_debug = prev_; }
-
-bool debug_on() { return t_debug && t_debug->on; }
 
 void debugf(const char *fmt, ...) {
     const DebugCtx *c = t_debug;

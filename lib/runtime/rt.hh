@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -96,8 +97,11 @@ class DebugScope {
   private:
     const DebugCtx *prev_;
 };
-bool debug_on();
 void debugf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// A C entry point without a handle (capi.cc): runs f and returns its
+// status; a failure's message goes where distbind_last_error(NULL) finds it.
+distbind_status unbound_call(const std::function<void()> &f) noexcept;
 
 using Clock = std::chrono::steady_clock;
 

@@ -236,30 +236,11 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
         if (!r.ok()) lost(what, ch, r);
         if (m.type == Msg::Abort) on_abort(m, ch);
         if (m.type == Msg::Missing) {
-            // Only ranks below that child can be missing there.
-            Missing ms;
-            bool ok = decode(m.body, c_.world, ms);
-            for (auto *list : {&ms.missing, &ms.unreachable})
-                for (size_t k = 0; ok && k < list->size(); k++)
-                    ok = (*list)[k] != ch && tree_.below((*list)[k], ch);
-            if (!ok) lost(what, ch, {Io::Garbage, 0});
-            missing.insert(missing.end(), ms.missing.begin(), ms.missing.end());
-            unreachable.insert(unreachable.end(), ms.unreachable.begin(), ms.unreachable.end());
+            take_missing(what, ch, m, missing, unreachable);
         } else if (m.type == Msg::Up && m.op == op.first && m.seq == op.second) {
-            Up u;
-            if (!decode(m.body, u)) lost(what, ch, {Io::Garbage, 0});
-            if (u.len != len)
-                spread(DISTBIND_ERR_PEER,
-                       what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(u.len) +
-                           " bytes but rank " + std::to_string(c_.rank) + " passed " + std::to_string(len) +
-                           " (every rank must pass the same size)");
             // What that branch must carry, so rank 0 never reads past it.
             uint64_t expected = !carries(ch) ? 0 : per_rank ? uint64_t{len} * tree_.size(ch) : len;
-            std::string bad = check_up(u, expected);
-            if (!bad.empty())
-                spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " " + bad + " (seen by rank " +
-                                              std::to_string(c_.rank) + ")");
-            if (u.n) got[i].assign(u.data, u.data + u.n);
+            got[i] = take_up(what, ch, m, len, expected);
         } else {
             mismatch(what, ch, m);
         }
@@ -282,6 +263,35 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     IoResult r = send_msg(parent_.link.fd(), Msg::Up, op.first, op.second, up.data(), up.size(), dmsg);
     if (!r.ok()) unsent(what, parent_.rank, r);
     return {};
+}
+
+void TcpExchange::take_missing(const std::string &what, int ch, const Message &m, std::vector<int> &missing,
+                               std::vector<int> &unreachable) {
+    // Only ranks below that child can be missing there.
+    Missing ms;
+    bool ok = decode(m.body, c_.world, ms);
+    for (auto *list : {&ms.missing, &ms.unreachable})
+        for (size_t k = 0; ok && k < list->size(); k++)
+            ok = (*list)[k] != ch && tree_.below((*list)[k], ch);
+    if (!ok) lost(what, ch, {Io::Garbage, 0});
+    missing.insert(missing.end(), ms.missing.begin(), ms.missing.end());
+    unreachable.insert(unreachable.end(), ms.unreachable.begin(), ms.unreachable.end());
+}
+
+std::vector<uint8_t> TcpExchange::take_up(const std::string &what, int ch, const Message &m, size_t len,
+                                          uint64_t expected) {
+    Up u;
+    if (!decode(m.body, u)) lost(what, ch, {Io::Garbage, 0});
+    if (u.len != len)
+        spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(u.len) +
+                                      " bytes but rank " + std::to_string(c_.rank) + " passed " + std::to_string(len) +
+                                      " (every rank must pass the same size)");
+    std::string bad = check_up(u, expected);
+    if (!bad.empty())
+        spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " " + bad + " (seen by rank " +
+                                      std::to_string(c_.rank) + ")");
+    if (!u.n) return {};
+    return std::vector<uint8_t>(u.data, u.data + u.n);
 }
 
 void TcpExchange::report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable) {

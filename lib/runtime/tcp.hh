@@ -195,6 +195,13 @@ class TcpExchange final : public Exchange {
     // subtree.  Returns the bytes at rank 0.
     std::vector<uint8_t> gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
                                 size_t n_mine, size_t len, const std::function<bool(int)> &carries, bool per_rank);
+    // A child's report of the ranks missing below it, checked (they must be
+    // below it), added to the lists.
+    void take_missing(const std::string &what, int ch, const Message &m, std::vector<int> &missing,
+                      std::vector<int> &unreachable);
+    // A child's Up message, checked: its size as this rank's, its data as
+    // `expected` bytes.  Returns the data.
+    std::vector<uint8_t> take_up(const std::string &what, int ch, const Message &m, size_t len, uint64_t expected);
     [[noreturn]] void report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable);
     // Rank 0's answer travels down; returns it.
     std::vector<uint8_t> down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root);
@@ -211,8 +218,23 @@ class TcpExchange final : public Exchange {
     // it or the deadline passes.
     void turn_away(Door &door, std::vector<bool> told, const Deadline &d, distbind_status st, const std::string &why);
     void setup_root(const Deadline &d);
+    // Rank 0's listener on MASTER_ADDR:MASTER_PORT, or the reason for none.
+    Socket listen_as_root(const Addr &at);
+    // Why rank 0 refuses a registration that proved the secret ("" when it
+    // does not); fills x from the message.
+    std::string refusal(const Admitted &a, Register &x, const std::vector<bool> &have,
+                        const std::vector<Register> &reg) const;
+    // The ranks that did not register by the deadline, for the message.
+    std::string no_shows(const std::vector<bool> &have, long dropped) const;
     static std::string host_name();
     void setup_child(const Deadline &d);
+    // A child's listener, on the address this node reaches rank 0 from.
+    Socket child_listener(const Addr &root, const std::string &where);
+    // Register with rank 0 and take its answer (the tree's fan-out).
+    void register_with_root(const Addr &root, const Register &reg, const std::string &where, const Deadline &d);
+    // Wait for the parent to hand over this rank's subtree (or rank 0 to
+    // abort the set-up); links the parent.
+    std::vector<Member> await_subtree(Socket lis, const Deadline &dt);
     // Connect to each child and hand it the addresses of its subtree.
     void connect_children(const std::vector<Member> &sub, const Deadline &d);
 };

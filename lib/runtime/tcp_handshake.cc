@@ -287,21 +287,57 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     return send_all(s.s.fd(), out, Deadline{s.until});
 }
 
-}  // namespace
+// The dials of one call, each a small state machine (DialState), driven
+// by one poll loop until every one is done or has failed.
+class Dialer {
+  public:
+    Dialer(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused)
+        : dials_(dials), st_(dials.size()), me_(me), d_(d), retry_refused_(retry_refused) {}
 
-void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
-    std::vector<DialState> st(dials.size());
+    void run() {
+        for (;;) {
+            start_due(Clock::now());
+            bool all = std::all_of(st_.begin(), st_.end(), [](const DialState &s) {
+                return s.phase == DialState::Done || s.phase == DialState::Failed;
+            });
+            if (all) break;
+            std::vector<pollfd> p;
+            std::vector<size_t> who;
+            const Clock::time_point wake = poll_set(p, who);
+            int n = poll(p.data(), p.size(), ms_until(wake));
+            if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
+            if (n <= 0) continue;
+            for (size_t j = 0; j < p.size(); j++)
+                if (p[j].revents) on_ready(who[j]);
+        }
+        for (size_t i = 0; i < dials_.size(); i++) {
+            dials_[i].done = st_[i].phase == DialState::Done;
+            if (dials_[i].done) {
+                dials_[i].sock = std::move(st_[i].s);
+                dials_[i].why.clear();
+                dials_[i].answered.clear();
+            }
+        }
+    }
+
+  private:
+    std::vector<Dial> &dials_;
+    std::vector<DialState> st_;
+    const Credentials &me_;
+    const Deadline &d_;
+    const bool retry_refused_;
+
     // Again after a pause that doubles: up to 25 ms while nothing listens
     // there yet (rank 0 starting with the others: every rank should be in
     // as soon as it listens), up to 100 ms when something answered badly.
-    auto failed = [&](size_t i, std::string why, bool retry, bool refused = false) {
-        Dial &x = dials[i];
-        DialState &s = st[i];
+    void failed(size_t i, std::string why, bool retry, bool refused = false) {
+        Dial &x = dials_[i];
+        DialState &s = st_[i];
         if (s.phase != DialState::Wait && s.phase != DialState::Connecting && !refused) x.answered = why;
         if (s.phase == DialState::Connecting && why.compare(0, 14, "cannot connect") != 0) x.answered = why;
         x.why = std::move(why);
         s.s.close();
-        if (!retry || d.passed()) {
+        if (!retry || d_.passed()) {
             s.phase = DialState::Failed;
             return;
         }
@@ -310,28 +346,40 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
         s.phase = DialState::Wait;
         s.wake = Clock::now() + s.pause;
         s.pause = std::min(s.pause * 2, std::chrono::milliseconds(refused ? 25 : 100));
-    };
+    }
+
+    void cannot_connect(size_t i, int err) {
+        failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused_), err == ECONNREFUSED);
+    }
+
     // The connection is open and the message sent: what is left to read.
-    auto sent = [&](size_t i) {
-        Dial &x = dials[i];
-        DialState &s = st[i];
-        if (me.secret && x.verify) {
+    void sent(size_t i) {
+        Dial &x = dials_[i];
+        DialState &s = st_[i];
+        if (me_.secret && x.verify) {
             s.phase = DialState::AwaitAck;
             s.in.start(auth::kMacBytes);
-        } else if (x.await_reply) {
+        } else {
+            acked(i);
+        }
+    }
+    void acked(size_t i) {
+        DialState &s = st_[i];
+        if (dials_[i].await_reply) {
             s.phase = DialState::AwaitReply;
             s.in.start(kMaxReply);
         } else {
             s.phase = DialState::Done;
         }
-    };
-    for (;;) {
-        auto now = Clock::now();
-        for (size_t i = 0; i < dials.size(); i++) {
-            Dial &x = dials[i];
-            DialState &s = st[i];
+    }
+
+    // Starts the dials whose pause is over; fails those past their time.
+    void start_due(Clock::time_point now) {
+        for (size_t i = 0; i < dials_.size(); i++) {
+            Dial &x = dials_[i];
+            DialState &s = st_[i];
             if (s.phase == DialState::Done || s.phase == DialState::Failed) continue;
-            if (d.passed()) {
+            if (d_.passed()) {
                 if (x.why.empty()) x.why = "no answer in time";
                 s.phase = DialState::Failed;
                 continue;
@@ -340,34 +388,30 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                 int err;
                 s.s = connect_start(x.addr, err);
                 if (!s.s) {
-                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
+                    cannot_connect(i, err);
                     continue;
                 }
-                s.mode = !me.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
+                s.mode = !me_.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 if (x.announced) s.server_nonce = *x.announced;
                 s.in.start(auth::kNonceBytes);  // the challenge, in Mode::Challenge
                 s.phase = DialState::Connecting;
-                s.until = std::min(d.at, now + secs_dur(me.budget_s));
+                s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
                 failed(i, s.phase != DialState::Connecting ? "it did not finish the handshake in time"
                           : s.mode == Mode::Challenge ? "it accepted the connection but sent no challenge in time"
                                                       : "cannot connect (the connection was not accepted in time)",
                        true);
-                continue;
             }
         }
-        bool all = std::all_of(st.begin(), st.end(), [](const DialState &s) {
-            return s.phase == DialState::Done || s.phase == DialState::Failed;
-        });
-        if (all) break;
+    }
 
-        // A challenged connection is ready when its challenge is there
-        // (or it failed); the others when they can be written to.
-        std::vector<pollfd> p;
-        std::vector<size_t> who;
-        Clock::time_point wake = d.at;
-        for (size_t i = 0; i < dials.size(); i++) {
-            DialState &s = st[i];
+    // A challenged connection is ready when its challenge is there (or it
+    // failed); the others when they can be written to.  Returns when to
+    // wake at the latest.
+    Clock::time_point poll_set(std::vector<pollfd> &p, std::vector<size_t> &who) const {
+        Clock::time_point wake = d_.at;
+        for (size_t i = 0; i < dials_.size(); i++) {
+            const DialState &s = st_[i];
             if (s.phase == DialState::Wait) wake = std::min(wake, s.wake);
             if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck || s.phase == DialState::AwaitReply) {
                 wake = std::min(wake, s.until);
@@ -376,78 +420,67 @@ void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bo
                 who.push_back(i);
             }
         }
-        int n = poll(p.data(), p.size(), ms_until(wake));
-        if (n < 0 && errno != EINTR) fail(DISTBIND_ERR_SYSTEM, "poll failed: " + errno_str(errno));
-        if (n <= 0) continue;
-        for (size_t j = 0; j < p.size(); j++) {
-            if (!p[j].revents) continue;
-            size_t i = who[j];
-            Dial &x = dials[i];
-            DialState &s = st[i];
-            if (s.phase == DialState::Connecting) {
-                int err = connect_error(s.s.fd());
-                if (err != 0) {
-                    failed(i, "cannot connect (" + errno_str(err) + ")", retryable(err, retry_refused), err == ECONNREFUSED);
-                    continue;
-                }
-                if (s.mode == Mode::Challenge) {
-                    int got = s.in.pump(s.s.fd());
-                    if (got == 0) continue;
-                    Challenge ch;
-                    if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch)) {
-                        failed(i, "it closed the connection, or sent something that is not the handshake", true);
-                        continue;
-                    }
-                    s.server_nonce = ch.nonce;
-                }
-                IoResult r = open_with(x, s, me);
-                if (!r.ok()) {
-                    failed(i, "the connection broke as it opened (" + r.str() + ")", true);
-                    continue;
-                }
-                sent(i);
-            } else if (s.phase == DialState::AwaitAck) {
-                int got = s.in.pump(s.s.fd());
-                if (got == 0) continue;
-                Ack ack;
-                // Closed before proving itself: it did not take this
-                // rank's proof (another step's secret), or dropped the
-                // connection; either way, again.
-                if (got < 0 || s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
-                    !auth::same(auth::prove(*me.secret, auth::Role::Server, s.hello_body, s.server_nonce),
-                                ack.proof.data())) {
-                    failed(i, "it did not prove that it knows this step's secret", true);
-                    continue;
-                }
-                if (x.await_reply) {
-                    s.phase = DialState::AwaitReply;
-                    s.in.start(kMaxReply);
-                } else {
-                    s.phase = DialState::Done;
-                }
-            } else if (s.phase == DialState::AwaitReply) {
-                int got = s.in.pump(s.s.fd());
-                if (got == 0) continue;
-                if (got < 0) {
-                    failed(i, "it closed the connection without answering", true);
-                    continue;
-                }
-                x.reply.type = s.in.header().type;
-                x.reply.op = s.in.header().op;
-                x.reply.seq = s.in.header().seq;
-                x.reply.body = std::move(s.in.body());
-                s.phase = DialState::Done;
-            }
+        return wake;
+    }
+
+    void on_ready(size_t i) {
+        switch (st_[i].phase) {
+        case DialState::Connecting: on_connected(i); break;
+        case DialState::AwaitAck: on_ack(i); break;
+        case DialState::AwaitReply: on_reply(i); break;
+        default: break;
         }
     }
-    for (size_t i = 0; i < dials.size(); i++) {
-        dials[i].done = st[i].phase == DialState::Done;
-        if (dials[i].done) {
-            dials[i].sock = std::move(st[i].s);
-            dials[i].why.clear();
-            dials[i].answered.clear();
+
+    void on_connected(size_t i) {
+        DialState &s = st_[i];
+        int err = connect_error(s.s.fd());
+        if (err != 0) return cannot_connect(i, err);
+        if (s.mode == Mode::Challenge) {
+            int got = s.in.pump(s.s.fd());
+            if (got == 0) return;
+            Challenge ch;
+            if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
+                return failed(i, "it closed the connection, or sent something that is not the handshake", true);
+            s.server_nonce = ch.nonce;
         }
+        IoResult r = open_with(dials_[i], s, me_);
+        if (!r.ok()) return failed(i, "the connection broke as it opened (" + r.str() + ")", true);
+        sent(i);
     }
+
+    void on_ack(size_t i) {
+        DialState &s = st_[i];
+        int got = s.in.pump(s.s.fd());
+        if (got == 0) return;
+        Ack ack;
+        // Closed before proving itself: it did not take this rank's proof
+        // (another step's secret), or dropped the connection; either way,
+        // again.
+        if (got < 0 || s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
+            !auth::same(auth::prove(*me_.secret, auth::Role::Server, s.hello_body, s.server_nonce), ack.proof.data()))
+            return failed(i, "it did not prove that it knows this step's secret", true);
+        acked(i);
+    }
+
+    void on_reply(size_t i) {
+        Dial &x = dials_[i];
+        DialState &s = st_[i];
+        int got = s.in.pump(s.s.fd());
+        if (got == 0) return;
+        if (got < 0) return failed(i, "it closed the connection without answering", true);
+        x.reply.type = s.in.header().type;
+        x.reply.op = s.in.header().op;
+        x.reply.seq = s.in.header().seq;
+        x.reply.body = std::move(s.in.body());
+        s.phase = DialState::Done;
+    }
+};
+
+}  // namespace
+
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
+    Dialer(dials, me, d, retry_refused).run();
 }
 
 }  // namespace db::rt::tcp

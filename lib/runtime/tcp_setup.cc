@@ -89,14 +89,7 @@ Addr TcpExchange::resolve_master(const Deadline &d) const {
     }
 }
 
-void TcpExchange::setup_root(const Deadline &d) {
-    if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (rank 0 of the TCP bootstrap listens on the address it names; "
-                               "srun --dist-bind sets it)");
-    if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (rank 0 of the TCP bootstrap listens on it; srun --dist-bind sets it)");
-    // Only on the address the other ranks are told to use.
-    Addr at = resolve_master(d);
+Socket TcpExchange::listen_as_root(const Addr &at) {
     int err;
     Socket lis = listen_on(at, err);
     if (!lis && err == EADDRINUSE)
@@ -109,6 +102,53 @@ void TcpExchange::setup_root(const Deadline &d) {
                                    "\" is not an address of this host (" + host_name() +
                                    "); it must name the node rank 0 runs on");
     if (!lis) fail(DISTBIND_ERR_SYSTEM, "rank 0 cannot listen on " + at.str() + ": " + errno_str(err));
+    return lis;
+}
+
+std::string TcpExchange::no_shows(const std::vector<bool> &have, long dropped) const {
+    std::vector<int> missing;
+    for (int r = 0; r < c_.world; r++)
+        if (!have[r]) missing.push_back(r);
+    std::string msg = "set-up failed: rank" + std::string(missing.size() > 1 ? "s " : " ") + rank_list(missing) +
+                      " did not reach rank 0 at " + master() + " within " + secs(c_.timeout_s);
+    if (dropped)
+        msg += "; " + std::to_string(dropped) +
+               " connection(s) that did not prove they know this step's secret were dropped (ranks of "
+               "another step using the same MASTER_PORT, or other programs)";
+    return msg;
+}
+
+std::string TcpExchange::refusal(const Admitted &a, Register &x, const std::vector<bool> &have,
+                                 const std::vector<Register> &reg) const {
+    const Hello &h = a.hello;
+    const uint32_t rank = h.client;
+    std::string who = "rank " + std::to_string(rank) + " (" + a.peer + ")";
+    if (!decode(a.first.body, x)) return who + " sent a malformed registration";
+    who = "rank " + std::to_string(rank) + " (" + x.host + ", pid " + std::to_string(x.pid) + ")";
+    if (h.world != static_cast<uint32_t>(c_.world))
+        return who + " has world size " + std::to_string(h.world) + " but rank 0 has " + std::to_string(c_.world) +
+               ": the ranks disagree on WORLD_SIZE";
+    if (h.step != c_.step_key)
+        return who + " is in step '" + printable(h.step) + "' but rank 0 in step '" + printable(c_.step_key) +
+               "': two steps share one DIST_BIND_SECRET and MASTER_PORT";
+    if (rank >= h.world)
+        return who + " claims rank " + std::to_string(rank) + ", but the ranks other than rank 0 are 1.." +
+               std::to_string(c_.world - 1);
+    if (have[rank] && !(reg[rank].listener == x.listener && reg[rank].pid == x.pid && reg[rank].host == x.host))
+        return "rank " + std::to_string(rank) + " registered twice: from " + reg[rank].host + " and from " + x.host +
+               ": two processes have the same RANK";
+    return "";
+}
+
+void TcpExchange::setup_root(const Deadline &d) {
+    if (c_.master_addr.empty())
+        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (rank 0 of the TCP bootstrap listens on the address it names; "
+                               "srun --dist-bind sets it)");
+    if (!c_.master_port)
+        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (rank 0 of the TCP bootstrap listens on it; srun --dist-bind sets it)");
+    // Only on the address the other ranks are told to use.
+    Addr at = resolve_master(d);
+    Socket lis = listen_as_root(at);
 
     std::vector<Member> members(c_.world);
     std::vector<Register> reg(c_.world);
@@ -121,43 +161,15 @@ void TcpExchange::setup_root(const Deadline &d) {
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
-            std::vector<int> missing;
-            for (int r = 0; r < c_.world; r++)
-                if (!have[r]) missing.push_back(r);
-            std::string msg = "set-up failed: rank" + std::string(missing.size() > 1 ? "s " : " ") +
-                              rank_list(missing) + " did not reach rank 0 at " + master() + " within " +
-                              secs(c_.timeout_s);
-            if (door.dropped())
-                msg += "; " + std::to_string(door.dropped()) +
-                       " connection(s) that did not prove they know this step's secret were dropped (ranks of "
-                       "another step using the same MASTER_PORT, or other programs)";
+            const std::string msg = no_shows(have, door.dropped());
             abort_registered(members, have, DISTBIND_ERR_TIMEOUT, msg);
             fail(DISTBIND_ERR_TIMEOUT, msg);
         }
         // From here on the caller knows the secret: a rank of this step,
         // whose mistakes may fail the set-up.
-        const Hello &h = a->hello;
         Register x;
-        uint32_t rank = h.client;
-        std::string who = "rank " + std::to_string(rank) + " (" + a->peer + ")";
-        std::string bad;
-        if (!decode(a->first.body, x)) {
-            bad = who + " sent a malformed registration";
-        } else {
-            who = "rank " + std::to_string(rank) + " (" + x.host + ", pid " + std::to_string(x.pid) + ")";
-            if (h.world != static_cast<uint32_t>(c_.world))
-                bad = who + " has world size " + std::to_string(h.world) + " but rank 0 has " +
-                      std::to_string(c_.world) + ": the ranks disagree on WORLD_SIZE";
-            else if (h.step != c_.step_key)
-                bad = who + " is in step '" + printable(h.step) + "' but rank 0 in step '" + printable(c_.step_key) +
-                      "': two steps share one DIST_BIND_SECRET and MASTER_PORT";
-            else if (rank >= h.world)
-                bad = who + " claims rank " + std::to_string(rank) + ", but the ranks other than rank 0 are 1.." +
-                      std::to_string(c_.world - 1);
-            else if (have[rank] && !(reg[rank].listener == x.listener && reg[rank].pid == x.pid && reg[rank].host == x.host))
-                bad = "rank " + std::to_string(rank) + " registered twice: from " + reg[rank].host + " and from " +
-                      x.host + ": two processes have the same RANK";
-        }
+        const uint32_t rank = a->hello.client;
+        std::string bad = refusal(*a, x, have, reg);
         if (!bad.empty()) {
             bad = "set-up failed: " + bad;
             answer(*a, frame(Msg::Reject, 0, 0, encode(Verdict{DISTBIND_ERR_PEER, bad})), sooner(d, 1.0));
@@ -193,15 +205,7 @@ std::string TcpExchange::host_name() {
     return buf;
 }
 
-void TcpExchange::setup_child(const Deadline &d) {
-    if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-                               "srun --dist-bind sets both)");
-    if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-                               "srun --dist-bind sets both)");
-    Addr root = resolve_master(d);
-    std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
+Socket TcpExchange::child_listener(const Addr &root, const std::string &where) {
     // Listen on the address this node uses to reach rank 0: the one the
     // parent can reach it on.
     Addr me;
@@ -210,14 +214,11 @@ void TcpExchange::setup_child(const Deadline &d) {
     int err;
     Socket lis = listen_on(me, err);
     if (!lis) fail(DISTBIND_ERR_SYSTEM, "cannot open a listening socket on " + me.str() + ": " + errno_str(err));
-    Register reg;
-    reg.listener = local_addr(lis.fd());
-    reg.host = host_name();
-    reg.pid = static_cast<uint32_t>(getpid());
-    // Whoever connects here later proves itself over this (tcp_handshake.hh).
-    if (cred_.secret) announced_ = auth::fresh_nonce();
-    reg.nonce = announced_;
+    return lis;
+}
 
+void TcpExchange::register_with_root(const Addr &root, const Register &reg, const std::string &where,
+                                     const Deadline &d) {
     std::vector<Dial> ds(1);
     ds[0].rank = 0;
     ds[0].addr = root;
@@ -245,44 +246,64 @@ void TcpExchange::setup_child(const Deadline &d) {
     if (m.type != Msg::Welcome || !decode(m.body, w)) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
     tree_.k = w.fanout;
     ds[0].sock.close();
+}
+
+std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt) {
+    const int parent = parent_.rank;
+    Door door(std::move(lis), cred_, [parent](uint32_t r) { return r == static_cast<uint32_t>(parent) || r == 0; },
+              {Msg::Tree, Msg::Abort}, std::max(kMaxReply, max_tree_body(c_.world)));
+    door.announce(&announced_);
+    std::optional<Admitted> a = door.next(dt);
+    if (!a)
+        fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
+                                       secs(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
+    int from = static_cast<int>(a->hello.client);
+    if (a->first.type == Msg::Abort) {
+        Verdict v;
+        if (!decode(a->first.body, v))
+            v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
+        fail(v.status, v.text);
+    }
+    Subtree t;
+    std::vector<int> want = tree_.preorder(c_.rank);
+    bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) && decode(a->first.body, c_.world, t) &&
+              t.fanout == tree_.k && t.sub.size() + 1 == want.size();
+    for (size_t i = 0; ok && i < t.sub.size(); i++)
+        ok = t.sub[i].rank != c_.rank && tree_.below(t.sub[i].rank, c_.rank);
+    if (!ok) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " sent this rank a malformed tree");
+    // This rank's proof: the parent waits for it before it counts the link as up.
+    if (!a->ack.empty()) {
+        IoResult r = send_all(a->sock.fd(), a->ack, sooner(dt, 1.0));
+        if (!r.ok()) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " closed its connection during the set-up");
+    }
+    parent_.link = Link(std::move(a->sock), &open_, &peak_);
+    return std::move(t.sub);
+}
+
+void TcpExchange::setup_child(const Deadline &d) {
+    if (c_.master_addr.empty())
+        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
+                               "srun --dist-bind sets both)");
+    if (!c_.master_port)
+        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
+                               "srun --dist-bind sets both)");
+    Addr root = resolve_master(d);
+    std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
+    Socket lis = child_listener(root, where);
+    Register reg;
+    reg.listener = local_addr(lis.fd());
+    reg.host = host_name();
+    reg.pid = static_cast<uint32_t>(getpid());
+    // Whoever connects here later proves itself over this (tcp_handshake.hh).
+    if (cred_.secret) announced_ = auth::fresh_nonce();
+    reg.nonce = announced_;
+    register_with_root(root, reg, where, d);
     parent_.rank = tree_.parent(c_.rank);
 
     // Wait for the parent to hand over this rank's subtree, or for rank 0
     // to say the set-up failed.
     Deadline dt = Deadline::in(d.s_left() + grace_);
-    std::vector<Member> sub;
-    {
-        const int parent = parent_.rank;
-        Door door(std::move(lis), cred_,
-                  [parent](uint32_t r) { return r == static_cast<uint32_t>(parent) || r == 0; },
-                  {Msg::Tree, Msg::Abort}, std::max(kMaxReply, max_tree_body(c_.world)));
-        door.announce(&announced_);
-        std::optional<Admitted> a = door.next(dt);
-        if (!a)
-            fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
-                                           secs(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
-        int from = static_cast<int>(a->hello.client);
-        if (a->first.type == Msg::Abort) {
-            Verdict v;
-            if (!decode(a->first.body, v))
-                v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
-            fail(v.status, v.text);
-        }
-        Subtree t;
-        std::vector<int> want = tree_.preorder(c_.rank);
-        bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) && decode(a->first.body, c_.world, t) &&
-                  t.fanout == tree_.k && t.sub.size() + 1 == want.size();
-        for (size_t i = 0; ok && i < t.sub.size(); i++)
-            ok = t.sub[i].rank != c_.rank && tree_.below(t.sub[i].rank, c_.rank);
-        if (!ok) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " sent this rank a malformed tree");
-        // This rank's proof: the parent waits for it before it counts the link as up.
-        if (!a->ack.empty()) {
-            IoResult r = send_all(a->sock.fd(), a->ack, sooner(dt, 1.0));
-            if (!r.ok()) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " closed its connection during the set-up");
-        }
-        parent_.link = Link(std::move(a->sock), &open_, &peak_);
-        sub = std::move(t.sub);
-    }
+    std::vector<Member> sub = await_subtree(std::move(lis), dt);
     connect_children(sub, dt);
 }
 

@@ -40,6 +40,24 @@ void get_array(Reader &r, std::array<uint8_t, N> &out) {
     if (const uint8_t *p = r.bytes(N)) std::memcpy(out.data(), p, N);
 }
 
+// A message that is one fixed-size array (a nonce, a proof): the array
+// is changed only when the body is exactly that.
+template <size_t N>
+std::vector<uint8_t> encode_array(const std::array<uint8_t, N> &a) {
+    Writer w;
+    w.bytes(a.data(), a.size());
+    return w.data();
+}
+template <size_t N>
+bool decode_array(const std::vector<uint8_t> &body, std::array<uint8_t, N> &out) {
+    Reader r(body);
+    std::array<uint8_t, N> a{};
+    get_array(r, a);
+    if (!r.done()) return false;
+    out = a;
+    return true;
+}
+
 // A list of ranks: count, then each; at most `world` of them, each below it.
 void put_ranks(Writer &w, const std::vector<int> &v) {
     w.u32(static_cast<uint32_t>(v.size()));
@@ -193,20 +211,9 @@ bool decode(const std::vector<uint8_t> &body, Hello &out) {
     return true;
 }
 
-std::vector<uint8_t> encode(const Challenge &c) {
-    Writer w;
-    w.bytes(c.nonce.data(), c.nonce.size());
-    return w.data();
-}
+std::vector<uint8_t> encode(const Challenge &c) { return encode_array(c.nonce); }
 
-bool decode(const std::vector<uint8_t> &body, Challenge &out) {
-    Reader r(body);
-    Challenge c;
-    get_array(r, c.nonce);
-    if (!r.done()) return false;
-    out = c;
-    return true;
-}
+bool decode(const std::vector<uint8_t> &body, Challenge &out) { return decode_array(body, out.nonce); }
 
 std::vector<uint8_t> encode(const Register &x) {
     Writer w;
@@ -298,20 +305,9 @@ bool decode(const std::vector<uint8_t> &body, int world, Subtree &out) {
     return true;
 }
 
-std::vector<uint8_t> encode(const Ack &a) {
-    Writer w;
-    w.bytes(a.proof.data(), a.proof.size());
-    return w.data();
-}
+std::vector<uint8_t> encode(const Ack &a) { return encode_array(a.proof); }
 
-bool decode(const std::vector<uint8_t> &body, Ack &out) {
-    Reader r(body);
-    Ack a;
-    get_array(r, a.proof);
-    if (!r.done()) return false;
-    out = a;
-    return true;
-}
+bool decode(const std::vector<uint8_t> &body, Ack &out) { return decode_array(body, out.proof); }
 
 std::vector<uint8_t> encode(const Missing &m) {
     Writer w;

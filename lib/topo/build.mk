@@ -1,7 +1,8 @@
 # lib/topo: hwloc topology and the closest choice (--dist-bind=closest).
 # Included by the top Makefile.  Builds:
 #   $(B)/libdbtopo.a        PIC topology, plan and common objects, for
-#                           dist-bind-check and the topology benchmark
+#                           libdistbind.so (distbind_plan_dry_run) and the
+#                           topology benchmark
 #   topology objects        linked into the plugin (spank/build.mk)
 # Its tests (unit_test_topo, topology_machines) are in tests/unit/build.mk.
 

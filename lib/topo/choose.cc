@@ -36,21 +36,23 @@ int cmp_frac(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
     return l > r ? -1 : l < r ? 1 : 0;
 }
 
-}  // namespace
+using Takes = std::vector<std::vector<std::pair<size_t, size_t>>>;  // per task: (group, count)
 
-std::vector<Choice> choose(const Topology &t, const std::vector<hwloc_obj_t> &step,
-                           const std::vector<Bitmap> &task_cpus, size_t k) {
-    hwloc_topology_t topo = t.get();
-    const size_t n = step.size(), ntasks = task_cpus.size();
+void check_request(size_t ngpus, const std::vector<Bitmap> &task_cpus, size_t k) {
+    const size_t ntasks = task_cpus.size();
     if (k == 0) throw Error("0 GPUs per task");
-    if (ntasks * k > n)
+    if (ntasks * k > ngpus)
         throw Error(std::to_string(ntasks) + " tasks with " + std::to_string(k) + " GPU" + (k > 1 ? "s" : "") +
-                    " each need " + std::to_string(ntasks * k) + " GPUs, but there are " + std::to_string(n));
+                    " each need " + std::to_string(ntasks * k) + " GPUs, but there are " + std::to_string(ngpus));
     for (size_t i = 0; i < ntasks; i++)
         if (task_cpus[i].empty()) throw Error("task " + std::to_string(i) + " has no CPUs");
+}
 
-    std::vector<size_t> order(n);
-    for (size_t i = 0; i < n; i++) order[i] = i;
+// The step's GPUs grouped by the CPU-side object they hang off, each group's
+// members in PCI bus order.
+std::vector<Group> group_by_locality(hwloc_topology_t topo, const std::vector<hwloc_obj_t> &step) {
+    std::vector<size_t> order(step.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pci_before(step[a], step[b]); });
 
     std::vector<Group> groups;
@@ -66,8 +68,13 @@ std::vector<Choice> choose(const Topology &t, const std::vector<hwloc_obj_t> &st
         g->members.push_back(p);
         g->left++;
     }
+    return groups;
+}
 
-    // How many GPUs each task takes from each group, in the order it takes them.
+// How many GPUs each task takes from each group, in the order it takes
+// them: the greedy pass over (task, group) pairs, best fit first.
+Takes share_out(std::vector<Group> &groups, const std::vector<Bitmap> &task_cpus, size_t k) {
+    const size_t ntasks = task_cpus.size();
     struct Pair {
         size_t task, group;
         Fit fit;
@@ -91,7 +98,7 @@ std::vector<Choice> choose(const Topology &t, const std::vector<hwloc_obj_t> &st
         return a.group < b.group;
     });
     std::vector<size_t> need(ntasks, k);
-    std::vector<std::vector<std::pair<size_t, size_t>>> takes(ntasks);  // (group, count)
+    Takes takes(ntasks);
     for (const Pair &p : pairs) {
         const size_t take = std::min(need[p.task], groups[p.group].left);
         if (!take) continue;
@@ -99,32 +106,47 @@ std::vector<Choice> choose(const Topology &t, const std::vector<hwloc_obj_t> &st
         groups[p.group].left -= take;
         takes[p.task].emplace_back(p.group, take);
     }
+    return takes;
+}
 
-    // Which GPUs, group by group.
-    std::vector<std::vector<std::vector<size_t>>> picked(ntasks, std::vector<std::vector<size_t>>(groups.size()));
-    for (size_t g = 0; g < groups.size(); g++) {
-        std::vector<bool> used(groups[g].members.size(), false);
-        for (size_t i = 0; i < ntasks; i++) {
-            size_t count = 0;
-            for (auto [grp, c] : takes[i])
-                if (grp == g) count = c;
-            std::vector<size_t> &mine = picked[i][g];
-            while (mine.size() < count) {
-                size_t best = SIZE_MAX;
-                unsigned best_hops = 0;
-                for (size_t m = 0; m < used.size(); m++) {
-                    if (used[m]) continue;
-                    const unsigned h = mine.empty() ? 0 : pci_hops(step[mine[0]], step[groups[g].members[m]]);
-                    if (best == SIZE_MAX || h < best_hops) {
-                        best = m;
-                        best_hops = h;
-                    }
+// Which GPUs of group g each task gets: in local-rank order, free GPUs in
+// PCI bus order, each further one the free one fewest PCI hops from the
+// task's first.  picked[task][g] gets the positions.
+void pick_in_group(const std::vector<hwloc_obj_t> &step, const Group &group, size_t g, const Takes &takes,
+                   std::vector<std::vector<std::vector<size_t>>> &picked) {
+    std::vector<bool> used(group.members.size(), false);
+    for (size_t i = 0; i < takes.size(); i++) {
+        size_t count = 0;
+        for (auto [grp, c] : takes[i])
+            if (grp == g) count = c;
+        std::vector<size_t> &mine = picked[i][g];
+        while (mine.size() < count) {
+            size_t best = SIZE_MAX;
+            unsigned best_hops = 0;
+            for (size_t m = 0; m < used.size(); m++) {
+                if (used[m]) continue;
+                const unsigned h = mine.empty() ? 0 : pci_hops(step[mine[0]], step[group.members[m]]);
+                if (best == SIZE_MAX || h < best_hops) {
+                    best = m;
+                    best_hops = h;
                 }
-                used[best] = true;
-                mine.push_back(groups[g].members[best]);
             }
+            used[best] = true;
+            mine.push_back(group.members[best]);
         }
     }
+}
+
+}  // namespace
+
+std::vector<Choice> choose(const Topology &t, const std::vector<hwloc_obj_t> &step,
+                           const std::vector<Bitmap> &task_cpus, size_t k) {
+    const size_t ntasks = task_cpus.size();
+    check_request(step.size(), task_cpus, k);
+    std::vector<Group> groups = group_by_locality(t.get(), step);
+    const Takes takes = share_out(groups, task_cpus, k);
+    std::vector<std::vector<std::vector<size_t>>> picked(ntasks, std::vector<std::vector<size_t>>(groups.size()));
+    for (size_t g = 0; g < groups.size(); g++) pick_in_group(step, groups[g], g, takes, picked);
 
     std::vector<Choice> out(ntasks);
     for (size_t i = 0; i < ntasks; i++) {

@@ -41,53 +41,43 @@ const char *dist_name(Dist d) {
     return "?";
 }
 
-std::vector<Bitmap> model_task_cpus(const Topology &t, const std::vector<unsigned> &step_cores, size_t ntasks,
-                                    unsigned cpus_per_task, Dist d) {
-    hwloc_topology_t topo = t.get();
-    hwloc_obj_type_t core_type = HWLOC_OBJ_CORE;
-    int ncores = hwloc_get_nbobjs_by_type(topo, core_type);
-    if (ncores <= 0) {  // some exports carry no Core level: PUs are the cores
-        core_type = HWLOC_OBJ_PU;
-        ncores = hwloc_get_nbobjs_by_type(topo, core_type);
+namespace {
+
+// The machine's cores as Slurm numbers them: the Core level, or the PUs
+// when an export carries no Core level.
+struct Cores {
+    hwloc_topology_t topo;
+    hwloc_obj_type_t type = HWLOC_OBJ_CORE;
+    int count = 0;
+
+    explicit Cores(hwloc_topology_t t) : topo(t) {
+        count = hwloc_get_nbobjs_by_type(topo, type);
+        if (count <= 0) {
+            type = HWLOC_OBJ_PU;
+            count = hwloc_get_nbobjs_by_type(topo, type);
+        }
     }
+    hwloc_obj_t obj(unsigned c) const { return hwloc_get_obj_by_type(topo, type, c); }
+};
+
+// The step's cores, sorted, each once and inside the machine.
+std::vector<unsigned> checked_cores(const Cores &m, const std::vector<unsigned> &step_cores) {
     if (step_cores.empty()) throw Error("the step has no cores on this node");
     std::vector<unsigned> cores = step_cores;
     std::sort(cores.begin(), cores.end());
     if (std::adjacent_find(cores.begin(), cores.end()) != cores.end()) throw Error("a step core is listed twice");
-    if (cores.back() >= static_cast<unsigned>(ncores))
+    if (cores.back() >= static_cast<unsigned>(m.count))
         throw Error("step core " + std::to_string(cores.back()) + " is outside the machine (" +
-                    std::to_string(ncores) + " cores)");
-    std::vector<Bitmap> out(ntasks);
-    if (ntasks == 0) return out;
+                    std::to_string(m.count) + " cores)");
+    return cores;
+}
 
-    auto obj = [&](unsigned c) { return hwloc_get_obj_by_type(topo, core_type, c); };
-    auto give = [&](size_t task, unsigned core) { hwloc_bitmap_or(out[task].get(), out[task].get(), obj(core)->cpuset); };
-
-    const size_t n = cores.size();
-    if (n < ntasks) {
-        // More tasks than cores (threads as CPUs, or overcommit): tasks share
-        // cores in order.
-        for (size_t i = 0; i < ntasks; i++) give(i, cores[i * n / ntasks]);
-        return out;
-    }
-    int tpc = hwloc_bitmap_weight(obj(cores[0])->cpuset);
-    if (tpc < 1) tpc = 1;
-    size_t per = cpus_per_task ? (cpus_per_task + static_cast<unsigned>(tpc) - 1) / static_cast<unsigned>(tpc)
-                               : n / ntasks;
-    if (per == 0) per = 1;
-    if (per * ntasks > n) per = n / ntasks;
-
-    if (d == Dist::Block) {
-        for (size_t i = 0; i < ntasks; i++)
-            for (size_t j = 0; j < per; j++) give(i, cores[i * per + j]);
-        return out;
-    }
-
-    // Per-socket queues of the step's cores, sockets in order.
+// Per-socket queues of the step's cores, sockets in order.
+std::vector<std::vector<unsigned>> socket_queues(const Cores &m, const std::vector<unsigned> &cores) {
     std::vector<std::vector<unsigned>> sock;
     std::vector<int> sock_id;
     for (unsigned c : cores) {
-        hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, obj(c));
+        hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(m.topo, HWLOC_OBJ_PACKAGE, m.obj(c));
         const int id = pkg ? static_cast<int>(pkg->logical_index) : 0;
         auto it = std::find(sock_id.begin(), sock_id.end(), id);
         if (it == sock_id.end()) {
@@ -97,6 +87,15 @@ std::vector<Bitmap> model_task_cpus(const Topology &t, const std::vector<unsigne
         }
         sock[static_cast<size_t>(it - sock_id.begin())].push_back(c);
     }
+    return sock;
+}
+
+// cyclic and fcyclic: `per` cores for each task from the socket queues.
+// cyclic puts a task on the next socket that has room for all of it;
+// fcyclic, or a cyclic task that fits on no single socket, takes one core
+// per socket in turn.
+template <typename Give>
+void deal_by_socket(const std::vector<std::vector<unsigned>> &sock, size_t ntasks, size_t per, Dist d, Give give) {
     std::vector<size_t> used(sock.size(), 0);
     auto left = [&](size_t s) { return sock[s].size() - used[s]; };
     const size_t S = sock.size();
@@ -114,14 +113,46 @@ std::vector<Bitmap> model_task_cpus(const Topology &t, const std::vector<unsigne
                 continue;
             }
         }
-        // fcyclic, or a cyclic task that fits on no single socket: one core
-        // per socket in turn.
         for (size_t j = 0; j < per; j++) {
             while (left(next) == 0) next = (next + 1) % S;
             give(i, sock[next][used[next]++]);
             next = (next + 1) % S;
         }
     }
+}
+
+}  // namespace
+
+std::vector<Bitmap> model_task_cpus(const Topology &t, const std::vector<unsigned> &step_cores, size_t ntasks,
+                                    unsigned cpus_per_task, Dist d) {
+    const Cores m(t.get());
+    const std::vector<unsigned> cores = checked_cores(m, step_cores);
+    std::vector<Bitmap> out(ntasks);
+    if (ntasks == 0) return out;
+    auto give = [&](size_t task, unsigned core) {
+        hwloc_bitmap_or(out[task].get(), out[task].get(), m.obj(core)->cpuset);
+    };
+
+    const size_t n = cores.size();
+    if (n < ntasks) {
+        // More tasks than cores (threads as CPUs, or overcommit): tasks share
+        // cores in order.
+        for (size_t i = 0; i < ntasks; i++) give(i, cores[i * n / ntasks]);
+        return out;
+    }
+    int tpc = hwloc_bitmap_weight(m.obj(cores[0])->cpuset);
+    if (tpc < 1) tpc = 1;
+    size_t per = cpus_per_task ? (cpus_per_task + static_cast<unsigned>(tpc) - 1) / static_cast<unsigned>(tpc)
+                               : n / ntasks;
+    if (per == 0) per = 1;
+    if (per * ntasks > n) per = n / ntasks;
+
+    if (d == Dist::Block) {
+        for (size_t i = 0; i < ntasks; i++)
+            for (size_t j = 0; j < per; j++) give(i, cores[i * per + j]);
+        return out;
+    }
+    deal_by_socket(socket_queues(m, cores), ntasks, per, d, give);
     return out;
 }
 

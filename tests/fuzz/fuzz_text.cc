@@ -8,33 +8,37 @@
 
 namespace {
 
+// How many hosts a list names, from hostlist_nth alone: the first index it
+// has no host for (it refuses a list it cannot read, or one too long to
+// count, whatever the index).
+size_t host_count(const std::string &s) {
+    size_t lo = 1, hi = (1u << 24) + 1;  // host lo-1 exists; host hi does not
+    db::hostlist_nth(s, 0);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        try {
+            db::hostlist_nth(s, mid);
+            lo = mid + 1;
+        } catch (const db::Error &) {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 void hostlist(const std::string &s, uint32_t pick) {
     size_t n;
     try {
-        n = db::hostlist_count(s);
+        n = host_count(s);
     } catch (const db::Error &) {
-        // A list the count refuses, every other reading refuses too.
-        try {
-            db::hostlist_nth(s, 0);
-            FUZZ_CHECK(false, "nth accepted what count refused: %s", s.c_str());
-        } catch (const db::Error &) {
-        }
         return;
     }
     FUZZ_CHECK(n >= 1 && n <= (1u << 24), "count %zu", n);
-    // Any host inside, and one past the end.
+    // Any host inside is a plain name.
     size_t i = pick % n;
     std::string h = db::hostlist_nth(s, i);
-    FUZZ_CHECK(!h.empty(), "host %zu of %s is empty", i, s.c_str());
-    try {
-        db::hostlist_nth(s, n);
-        FUZZ_CHECK(false, "host %zu of a list of %zu", n, n);
-    } catch (const db::Error &) {
-    }
-    if (n <= 4096) {
-        auto all = db::hostlist_expand(s);
-        FUZZ_CHECK(all.size() == n && all[i] == h, "expand disagrees with nth");
-    }
+    FUZZ_CHECK(!h.empty() && h.find_first_of("[],") == std::string::npos, "host %zu of %s is \"%s\"", i,
+               s.c_str(), h.c_str());
 }
 
 void tasks(const std::string &s, uint32_t cap) {

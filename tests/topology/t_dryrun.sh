@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The dry run an admin runs before enabling closest:
 #   dist-bind-check --plan --topology FILE --task-cpus 'L;L' [--gpus ..] [--gpus-per-task K]
-# Runs build/dist-bind-check --plan (tools/check_plan.cc).
+# Runs build/dist-bind-check --plan: the plan comes from libdistbind
+# (distbind_plan_dry_run), the tool's client code from tools/check_plan.cc.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 XML=tests/topology/xml

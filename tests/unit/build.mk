@@ -18,7 +18,7 @@ $(B)/tests/unit_%: $(B)/san/tests/unit/%.o $(PLAN_SAN) $(COMMON_SAN)
 $(B)/tests/unit_test_runtime_%: $(B)/san/tests/unit/test_runtime_%.o $(B)/san/tests/unit/runtime_hooks.o \
                                 $(RT_SAN) $(COMMON_SAN)
 	@mkdir -p $(@D)
-	$(SAN_LD) -o $@ $^ $(CHECK_LIBS) $(RT_LIBS)
+	$(SAN_LD) -o $@ $^ $(CHECK_LIBS) $(RT_LIBS) $(HWLOC_LIBS)
 # The topology's, with the machines' XML from the tree.
 TOPO_TEST_OBJS := $(TOPO_SAN) $(PLAN_SAN) $(COMMON_SAN)
 $(B)/tests/unit_test_topo: $(B)/san/tests/unit/test_topo.o $(TOPO_TEST_OBJS)
@@ -31,7 +31,7 @@ $(B)/tests/topology_machines: $(B)/san/tests/topology/test_machines.o $(TOPO_TES
 $(B)/tests/unit_test_check_rows: $(B)/san/tests/unit/test_check_rows.o $(B)/san/tests/unit/check_hooks.o \
                                  $(B)/san/tools/check_row.o $(B)/san/tools/check_judge.o $(RT_SAN) $(COMMON_SAN)
 	@mkdir -p $(@D)
-	$(SAN_LD) -o $@ $^ $(CHECK_LIBS) $(RT_LIBS)
+	$(SAN_LD) -o $@ $^ $(CHECK_LIBS) $(RT_LIBS) $(HWLOC_LIBS)
 # The runtime under ThreadSanitizer: handles on two threads (finding 11).
 $(B)/tests/unit_tsan_two_handles: $(B)/tsan/tests/unit/tsan_two_handles.o $(RT_TSAN) $(COMMON_TSAN)
 	@mkdir -p $(@D)

@@ -3,13 +3,13 @@
  * step, CUDA device choice and NCCL bring-up, for programs started by
  * `srun --dist-bind` (and also by plain srun, torchrun or a PMIx launcher).
  *
- *     distbind_t *db;
- *     if (distbind_init(&db) != DISTBIND_OK) {
+ *     distbind_t *h;
+ *     if (distbind_init(&h) != DISTBIND_OK) {
  *         fprintf(stderr, "%s\n", distbind_last_error(NULL));
  *         exit(1);
  *     }
- *     ...distbind_rank(db), distbind_set_device(db, &dev), distbind_nccl_init(...)
- *     distbind_destroy(db);
+ *     ...distbind_rank(h), distbind_set_device(h, &dev), distbind_nccl_init(...)
+ *     distbind_destroy(h);
  *
  * Conventions
  *   - Every function that can fail returns a distbind_status; DISTBIND_OK
@@ -132,18 +132,18 @@ DISTBIND_API distbind_status distbind_create_env(distbind_t **out, const char *c
 
 /* Override DIST_BIND_BOOTSTRAP before distbind_connect: "auto", "pmix",
  * "pmi2" or "tcp". */
-DISTBIND_API distbind_status distbind_set_bootstrap(distbind_t *db, const char *name);
+DISTBIND_API distbind_status distbind_set_bootstrap(distbind_t *h, const char *name);
 
 /* Override DIST_BIND_TIMEOUT before distbind_connect (seconds, > 0). */
-DISTBIND_API distbind_status distbind_set_timeout(distbind_t *db, double seconds);
+DISTBIND_API distbind_status distbind_set_timeout(distbind_t *h, double seconds);
 
 /* Seconds each wait of this handle may take (DIST_BIND_TIMEOUT, or what
- * distbind_set_timeout set); -1 when db is NULL. */
-DISTBIND_API double distbind_timeout(const distbind_t *db);
+ * distbind_set_timeout set); -1 when h is NULL. */
+DISTBIND_API double distbind_timeout(const distbind_t *h);
 
 /* COLLECTIVE.  Bring up the exchange (PMIx, PMI2 or TCP) and check that
  * every rank agrees on the world size and the step. */
-DISTBIND_API distbind_status distbind_connect(distbind_t *db);
+DISTBIND_API distbind_status distbind_connect(distbind_t *h);
 
 /* distbind_create followed by distbind_connect.  On failure *out is NULL
  * and distbind_last_error(NULL) says why. */
@@ -151,28 +151,28 @@ DISTBIND_API distbind_status distbind_init(distbind_t **out);
 
 /* Close the exchange and free the handle, and the NCCL communicator made
  * by distbind_nccl_init if any.  Not collective.  NULL is ignored. */
-DISTBIND_API void distbind_destroy(distbind_t *db);
+DISTBIND_API void distbind_destroy(distbind_t *h);
 
 /* --- the task's place ------------------------------------------------------- */
 
-/* Each returns -1 when db is NULL. */
-DISTBIND_API int distbind_rank(const distbind_t *db);
-DISTBIND_API int distbind_world_size(const distbind_t *db);
-DISTBIND_API int distbind_local_rank(const distbind_t *db);
-DISTBIND_API int distbind_local_world_size(const distbind_t *db);
-DISTBIND_API int distbind_node_rank(const distbind_t *db);
+/* Each returns -1 when h is NULL. */
+DISTBIND_API int distbind_rank(const distbind_t *h);
+DISTBIND_API int distbind_world_size(const distbind_t *h);
+DISTBIND_API int distbind_local_rank(const distbind_t *h);
+DISTBIND_API int distbind_local_world_size(const distbind_t *h);
+DISTBIND_API int distbind_node_rank(const distbind_t *h);
 /* The device ordinal this task should use: DIST_BIND_DEVICE, else the
  * local rank.  Not yet checked against the GPUs (distbind_set_device). */
-DISTBIND_API int distbind_device(const distbind_t *db);
+DISTBIND_API int distbind_device(const distbind_t *h);
 
 /* Where the place came from: "dist-bind" (the plugin's variables), "env"
  * (RANK, WORLD_SIZE, ... without the plugin, e.g. torchrun), "slurm"
  * (SLURM_PROCID, ...) or "pmix". */
-DISTBIND_API const char *distbind_source(const distbind_t *db);
+DISTBIND_API const char *distbind_source(const distbind_t *h);
 
 /* The exchange in use: "pmix", "pmi2" or "tcp"; NULL before
  * distbind_connect. */
-DISTBIND_API const char *distbind_bootstrap(const distbind_t *db);
+DISTBIND_API const char *distbind_bootstrap(const distbind_t *h);
 
 /* --- exchange (all COLLECTIVE, after distbind_connect) -------------------- */
 
@@ -184,15 +184,15 @@ DISTBIND_API const char *distbind_bootstrap(const distbind_t *db);
 /* Copy `len` bytes from rank `root`'s buf into every rank's buf.  Every
  * rank must pass the same len and root; len is at most
  * DISTBIND_MAX_EXCHANGE_BYTES. */
-DISTBIND_API distbind_status distbind_broadcast(distbind_t *db, void *buf, size_t len, int root);
+DISTBIND_API distbind_status distbind_broadcast(distbind_t *h, void *buf, size_t len, int root);
 
 /* Every rank contributes `len` bytes; recv (world_size * len bytes) gets
  * rank r's bytes at offset r * len.  Every rank must pass the same len;
  * world_size * len is at most DISTBIND_MAX_EXCHANGE_BYTES. */
-DISTBIND_API distbind_status distbind_allgather(distbind_t *db, const void *send, size_t len, void *recv);
+DISTBIND_API distbind_status distbind_allgather(distbind_t *h, const void *send, size_t len, void *recv);
 
 /* Return once every rank has entered the barrier. */
-DISTBIND_API distbind_status distbind_barrier(distbind_t *db);
+DISTBIND_API distbind_status distbind_barrier(distbind_t *h);
 
 /* --- GPU --------------------------------------------------------------------- */
 
@@ -206,11 +206,11 @@ DISTBIND_API distbind_status distbind_barrier(distbind_t *db);
  * same status: DISTBIND_ERR_NO_GPU when CUDA sees no GPU on some rank (the
  * message says which), DISTBIND_ERR_UNAVAILABLE when the library was built
  * without CUDA or libcudart cannot be loaded. */
-DISTBIND_API distbind_status distbind_set_device(distbind_t *db, int *device);
+DISTBIND_API distbind_status distbind_set_device(distbind_t *h, int *device);
 
 /* The PCI bus id of the device chosen by distbind_set_device, as CUDA
  * writes it ("0000:3B:00.0"). */
-DISTBIND_API distbind_status distbind_gpu_bus_id(const distbind_t *db, char *buf, size_t len);
+DISTBIND_API distbind_status distbind_gpu_bus_id(const distbind_t *h, char *buf, size_t len);
 
 /* What CUDA says about this rank's device (distbind_gpu_query). */
 typedef struct distbind_gpu_info {
@@ -232,7 +232,7 @@ typedef struct distbind_gpu_info {
  * current (no cudaSetDevice, so no CUDA context is made).  Returns
  * DISTBIND_OK when *info was filled in, whatever CUDA said (that is
  * info->status), DISTBIND_ERR_ARG when info is NULL. */
-DISTBIND_API distbind_status distbind_gpu_query(distbind_t *db, distbind_gpu_info *info);
+DISTBIND_API distbind_status distbind_gpu_query(distbind_t *h, distbind_gpu_info *info);
 
 struct ncclComm;
 
@@ -240,7 +240,7 @@ struct ncclComm;
  * communicator (NCCL's default), 0 for a non-blocking one.  As with any
  * config, NCCL_COMM_BLOCKING=0 or 1 in the process's environment overrides
  * this (NCCL's own rule). */
-DISTBIND_API distbind_status distbind_set_nccl_blocking(distbind_t *db, int blocking);
+DISTBIND_API distbind_status distbind_set_nccl_blocking(distbind_t *h, int blocking);
 
 /* COLLECTIVE, after distbind_set_device.  Create an NCCL communicator over
  * all ranks of the step: rank 0 makes the unique id, or, when the world is
@@ -259,17 +259,17 @@ DISTBIND_API distbind_status distbind_set_nccl_blocking(distbind_t *db, int bloc
  * `config` is an ncclConfig_t * (made with NCCL_CONFIG_INITIALIZER from
  * your nccl.h), copied at its own size (NCCL reads no further) for that
  * thread, or NULL for NCCL's defaults (a blocking communicator unless
- * distbind_set_nccl_blocking(db, 0)).  NCCL_COMM_BLOCKING=0|1 in the
+ * distbind_set_nccl_blocking(h, 0)).  NCCL_COMM_BLOCKING=0|1 in the
  * environment overrides the blocking mode of either (NCCL's rule); calls on
  * a non-blocking communicator may return ncclInProgress (see NCCL's
  * "non-blocking communicators"). */
-DISTBIND_API distbind_status distbind_nccl_init(distbind_t *db, const void *config, struct ncclComm **comm);
+DISTBIND_API distbind_status distbind_nccl_init(distbind_t *h, const void *config, struct ncclComm **comm);
 
 /* NOT collective.  Abort the handle's communicator (ncclCommAbort): this
  * rank's unfinished NCCL work ends, and so do the other ranks' waits on
  * it.  The handle has no communicator afterwards.  DISTBIND_ERR_STATE when
  * it has none. */
-DISTBIND_API distbind_status distbind_nccl_abort(distbind_t *db);
+DISTBIND_API distbind_status distbind_nccl_abort(distbind_t *h);
 
 /* COLLECTIVE, after distbind_nccl_init with a non-blocking communicator.
  * A checked, timed all-reduce: every rank sums `bytes` (at least 4) of
@@ -282,22 +282,49 @@ DISTBIND_API distbind_status distbind_nccl_abort(distbind_t *db);
  * that failed and then could not reach the others: it reports its own
  * failure.  *seconds (may be NULL) gets this rank's time per timed
  * round. */
-DISTBIND_API distbind_status distbind_nccl_allreduce_check(distbind_t *db, size_t bytes, int iters, double *seconds);
+DISTBIND_API distbind_status distbind_nccl_allreduce_check(distbind_t *h, size_t bytes, int iters, double *seconds);
+
+/* --- the dry run of --dist-bind=closest --------------------------------------- */
+
+/* What --dist-bind=closest would choose on a node, from its topology and
+ * each task's CPUs, without Slurm or a job (dist-bind-check --plan).  Zero
+ * it, then set what you know. */
+typedef struct distbind_plan_args {
+    const char *topology;     /* the node's hwloc XML file; NULL: discover this machine */
+    const char *task_cpus;    /* each task's CPUs, "LIST;LIST;..." in OS numbering ("0-3,8"), */
+    const char *step_cores;   /* or the step's cores in Slurm's numbering (S_STEP_ALLOC_CORES) */
+    unsigned ntasks;          /*   with this many tasks laid out over them as task/affinity does, */
+    unsigned cpus_per_task;   /*   this many CPUs each (0: the cores shared out), */
+    const char *distribution; /*   and this SLURM_DISTRIBUTION (NULL: block:cyclic) */
+    const char *gpus;         /* the step's GPUs in Slurm's numbering ("0,1"); NULL: every GPU shown */
+    unsigned gpus_per_task;   /* 0 means 1 */
+    const char *nvidia_proc;  /* number GPUs by device minor from DIR/<bus id>/information (as in
+                                 /proc/driver/nvidia/gpus); NULL: in PCI bus order */
+} distbind_plan_args;
+
+/* NOT collective, no handle.  On success *text (free() it) holds one line
+ * per task: "task N cpus LIST gpus LIST numa N[ nics LIST]\n".  On failure
+ * *text is NULL and distbind_last_error(NULL) says why: DISTBIND_ERR_ARG
+ * for NULL arguments and for input that cannot be planned (an unreadable or
+ * broken topology, a bad CPU list, more tasks than GPUs, ...),
+ * DISTBIND_ERR_INTERNAL when memory runs out. */
+DISTBIND_API distbind_status distbind_plan_dry_run(const distbind_plan_args *args, char **text);
 
 /* --- errors and diagnostics -------------------------------------------------- */
 
-/* The message of the last failed call on db, or, with db NULL, of the last
- * failed distbind_create / distbind_create_env / distbind_init in this
- * thread.  "" when there was none.  Valid until the next call on db (or,
- * for NULL, the next create in this thread). */
-DISTBIND_API const char *distbind_last_error(const distbind_t *db);
+/* The message of the last failed call on h, or, with h NULL, of the last
+ * failed distbind_create / distbind_create_env / distbind_init /
+ * distbind_plan_dry_run in this thread.  "" when there was none.  Valid
+ * until the next call on h (or, for NULL, the next of those calls in this
+ * thread). */
+DISTBIND_API const char *distbind_last_error(const distbind_t *h);
 
 /* The largest number of lasting connections to other ranks this rank held
  * open at once (TCP bootstrap; 0 for PMIx and PMI2): with the tree, at most
  * DIST_BIND_TCP_FANOUT children and a parent.  Not counted: the short
  * connections of the set-up (registrations, of which rank 0 serves up to
  * 256 not yet proven at a time). */
-DISTBIND_API long distbind_peak_connections(const distbind_t *db);
+DISTBIND_API long distbind_peak_connections(const distbind_t *h);
 
 #ifdef __cplusplus
 }
