@@ -57,8 +57,8 @@ static int opt_cb(int val, const char *optarg, int remote) {
     db_glue.opt_given = 1;
     if (strlen(v) >= DB_OPT_MAX) {
         db_glue.opt_ok = 0;
-        snprintf(db_glue.opt_err, sizeof db_glue.opt_err,
-                 "--dist-bind: value of %zu characters is too long", strlen(v));
+        snprintf(db_glue.opt_err, sizeof db_glue.opt_err, "--dist-bind: value of %zu characters is too long",
+                 strlen(v));
     } else {
         db_glue.opt_ok = db_request_parse(v, &db_glue.opt, db_glue.opt_err, sizeof db_glue.opt_err) == 0;
     }
@@ -74,9 +74,7 @@ static int opt_cb(int val, const char *optarg, int remote) {
     return 0;
 }
 
-db_request db_glue_effective(const struct db_glue *g) {
-    return db_effective(&g->cfg, g->opt_given ? &g->opt : NULL);
-}
+db_request db_glue_effective(const struct db_glue *g) { return db_effective(&g->cfg, g->opt_given ? &g->opt : NULL); }
 
 /* In srun/salloc/sbatch a failure here refuses the command.  slurmstepd
  * never fails here: a required plugin's failed init fails the batch step,
@@ -90,10 +88,9 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     int rc = 0;
 
     /* slurmd loads the plugins once as it starts: the version, once. */
-    if (c == S_CTX_SLURMD)
-        slurm_info("dist-bind %s loaded", DB_VERSION);
-    db_glue.cfg_ok = db_config_parse(ac, (const char *const *)av, &db_glue.cfg, db_glue.cfg_err,
-                                     sizeof db_glue.cfg_err) == 0;
+    if (c == S_CTX_SLURMD) slurm_info("dist-bind %s loaded", DB_VERSION);
+    db_glue.cfg_ok =
+        db_config_parse(ac, (const char *const *)av, &db_glue.cfg, db_glue.cfg_err, sizeof db_glue.cfg_err) == 0;
     if (!db_glue.cfg_ok) {
         slurm_error(DB_PREFIX "%s", db_glue.cfg_err);
         rc = -1;

@@ -19,12 +19,12 @@ struct db_glue {
     int cfg_ok;
     char cfg_err[DB_ERRLEN];
 
-    int opt_given;  /* --dist-bind was on the command line (or inherited) */
+    int opt_given; /* --dist-bind was on the command line (or inherited) */
     int opt_ok;
     db_request opt;
     char opt_err[DB_ERRLEN];
 
-    db_node_plan *node;  /* slurmstepd: computed in user_init */
+    db_node_plan *node; /* slurmstepd: computed in user_init */
     int node_failed;
 };
 

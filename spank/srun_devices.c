@@ -37,8 +37,8 @@ static int srun_options(spank_t sp, char *buf, size_t len, const char **argv, in
     if (n == len - 1) return 0; /* cut: better nothing than a wrong count */
     buf[n] = '\0';
     for (size_t i = 0; i < n && argc < max; i += strlen(buf + i) + 1) argv[argc++] = buf + i;
-    if (spank_get_item(sp, S_JOB_ARGV, &job_argc, &job_argv) != ESPANK_SUCCESS || job_argc < 0 ||
-        job_argc >= argc || !job_argv || !job_argv[0])
+    if (spank_get_item(sp, S_JOB_ARGV, &job_argc, &job_argv) != ESPANK_SUCCESS || job_argc < 0 || job_argc >= argc ||
+        !job_argv || !job_argv[0])
         return 0;
     /* The program is where srun's command line ends with the job's argv. */
     for (int i = 0; i < job_argc; i++)

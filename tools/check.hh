@@ -31,13 +31,13 @@ struct Row {
     int32_t visible_count;  // entries in CUDA_VISIBLE_DEVICES, -1 when unset
     char host[64];
     char source[16];
-    char gpu[96];         // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
-    char own[96];         // the first GPU of DIST_BIND_GPUS, "\1" when unset
-    char visible[160];    // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
-    char unopenable[160]; // the entries of CUDA_VISIBLE_DEVICES past what CUDA sees ("" when none)
-    char master[128];     // MASTER_ADDR:MASTER_PORT
+    char gpu[96];          // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
+    char own[96];          // the first GPU of DIST_BIND_GPUS, "\1" when unset
+    char visible[160];     // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
+    char unopenable[160];  // the entries of CUDA_VISIBLE_DEVICES past what CUDA sees ("" when none)
+    char master[128];      // MASTER_ADDR:MASTER_PORT
     char bus[32];
-    char uuid[48];        // CUDA's UUID of the device, "" when unknown
+    char uuid[48];  // CUDA's UUID of the device, "" when unknown
     char cpu_numa[32];
     char gpu_msg[400];
 };

@@ -20,12 +20,16 @@ void judge_places(const std::vector<Row> &rows, Verdict &v) {
     for (const Row &r : rows) {
         by_host[r.host].push_back(r.rank);
         if (r.slurm_procid >= 0 && r.slurm_procid != r.rank)
-            v.problem(r.rank, "RANK", who(r) + ": rank " + std::to_string(r.rank) + " but SLURM_PROCID=" + std::to_string(r.slurm_procid));
+            v.problem(
+                r.rank, "RANK",
+                who(r) + ": rank " + std::to_string(r.rank) + " but SLURM_PROCID=" + std::to_string(r.slurm_procid));
         if (r.slurm_localid >= 0 && r.slurm_localid != r.local_rank)
-            v.problem(r.rank, "LOCAL", who(r) + ": local rank " + std::to_string(r.local_rank) +
-                                           " but SLURM_LOCALID=" + std::to_string(r.slurm_localid));
+            v.problem(r.rank, "LOCAL",
+                      who(r) + ": local rank " + std::to_string(r.local_rank) +
+                          " but SLURM_LOCALID=" + std::to_string(r.slurm_localid));
         if (std::strcmp(r.master, rows[0].master) != 0)
-            v.problem(r.rank, "MASTER", who(r) + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
+            v.problem(r.rank, "MASTER",
+                      who(r) + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
     }
     // Per node: local ranks 0..k-1 once each, the right local world size,
     // one node rank per host and a different one on each host.
@@ -38,8 +42,9 @@ void judge_places(const std::vector<Row> &rows, Verdict &v) {
             locals.push_back(x.local_rank);
             node_ranks.insert(x.node_rank);
             if (x.local_world != static_cast<int>(ranks.size()))
-                v.problem(r, "LOCAL", who(x) + ": local world size " + std::to_string(x.local_world) + " but " +
-                                          std::to_string(ranks.size()) + " ranks run on " + host);
+                v.problem(r, "LOCAL",
+                          who(x) + ": local world size " + std::to_string(x.local_world) + " but " +
+                              std::to_string(ranks.size()) + " ranks run on " + host);
         }
         std::sort(locals.begin(), locals.end());
         for (size_t i = 0; i < locals.size(); i++)
@@ -70,30 +75,34 @@ void judge_mapping(const std::vector<Row> &rows, Verdict &v) {
     for (const Row &r : rows) {
         if (r.visible_count < 0) continue;
         if (r.unopenable[0])
-            v.problem(r.rank, "CANNOT-OPEN", who(r) + ": CUDA_VISIBLE_DEVICES=" + r.visible + " lists " +
-                                                 std::to_string(r.visible_count) + " GPU" + (r.visible_count != 1 ? "s" : "") +
-                                                 " but CUDA sees " + std::to_string(r.gpu_count) + ": " + r.unopenable +
-                                                 " name no GPU this task can open (CUDA stops reading the list at "
-                                                 "the first such entry; under a device cgroup a task can open "
-                                                 "only the GPUs Slurm gave it)");
+            v.problem(r.rank, "CANNOT-OPEN",
+                      who(r) + ": CUDA_VISIBLE_DEVICES=" + r.visible + " lists " + std::to_string(r.visible_count) +
+                          " GPU" + (r.visible_count != 1 ? "s" : "") + " but CUDA sees " + std::to_string(r.gpu_count) +
+                          ": " + r.unopenable +
+                          " name no GPU this task can open (CUDA stops reading the list at "
+                          "the first such entry; under a device cgroup a task can open "
+                          "only the GPUs Slurm gave it)");
         std::string g = slurm_gpu(r);
         if (g.empty()) {
             int k = r.visible_count;
-            v.problem(r.rank, "NO-SUCH-DEVICE", who(r) + ": device " + std::to_string(r.device) + " does not exist: CUDA_VISIBLE_DEVICES=" +
-                                                  r.visible + " has " + std::to_string(k) + " GPU" + (k != 1 ? "s" : ""));
+            v.problem(r.rank, "NO-SUCH-DEVICE",
+                      who(r) + ": device " + std::to_string(r.device) + " does not exist: CUDA_VISIBLE_DEVICES=" +
+                          r.visible + " has " + std::to_string(k) + " GPU" + (k != 1 ? "s" : ""));
             continue;
         }
         if (!unset(r.own) && r.own != g)
-            v.problem(r.rank, "NOT-OWN", who(r) + ": device " + std::to_string(r.device) + " is GPU " + g +
-                                          " but the GPU Slurm gave it is " + r.own);
+            v.problem(r.rank, "NOT-OWN",
+                      who(r) + ": device " + std::to_string(r.device) + " is GPU " + g +
+                          " but the GPU Slurm gave it is " + r.own);
         auto [it, fresh] = owner.emplace(std::make_pair(std::string(r.host), g), r.rank);
         // Where CUDA named both GPUs, their UUIDs decide (judge_cuda): under
         // a device cgroup Slurm numbers each task's GPUs from 0.
         if (!fresh && r.uuid[0] && rows[static_cast<size_t>(it->second)].uuid[0]) continue;
         if (!fresh) {
             v.flag(it->second, "DUPLICATE");
-            v.problem(r.rank, "DUPLICATE", "ranks " + std::to_string(it->second) + " and " + std::to_string(r.rank) +
-                                               " would both use GPU " + g + " on " + r.host);
+            v.problem(r.rank, "DUPLICATE",
+                      "ranks " + std::to_string(it->second) + " and " + std::to_string(r.rank) +
+                          " would both use GPU " + g + " on " + r.host);
         }
     }
 }
@@ -113,8 +122,8 @@ void judge_cuda(const std::vector<Row> &rows, Verdict &v) {
             const Row &a = rows[static_cast<size_t>(it->second)];
             v.flag(a.rank, "DUPLICATE");
             v.flag(r.rank, "DUPLICATE");
-            std::string s = "ranks " + std::to_string(a.rank) + " and " + std::to_string(r.rank) + " would both use GPU " +
-                            r.uuid + " (" + r.bus + ") on " + a.host;
+            std::string s = "ranks " + std::to_string(a.rank) + " and " + std::to_string(r.rank) +
+                            " would both use GPU " + r.uuid + " (" + r.bus + ") on " + a.host;
             if (std::strcmp(a.host, r.host)) s += " and " + std::string(r.host) + ": one GPU under two host names";
             if (std::find(v.problems.begin(), v.problems.end(), s) == v.problems.end()) v.problems.push_back(s);
         } else if (r.gpu_status == DISTBIND_ERR_NO_GPU || r.gpu_status == DISTBIND_ERR_UNAVAILABLE) {
@@ -129,8 +138,8 @@ void judge_cuda(const std::vector<Row> &rows, Verdict &v) {
     } else if (none == n) {
         v.notes.push_back("GPU checks skipped: no rank has a usable GPU (" + none_why + ")");
     } else if (none > 0) {
-        v.problems.push_back(std::to_string(none) + " of " + std::to_string(n) + " ranks have no usable GPU (" + none_why +
-                             ") while the others do");
+        v.problems.push_back(std::to_string(none) + " of " + std::to_string(n) + " ranks have no usable GPU (" +
+                             none_why + ") while the others do");
     }
 }
 

@@ -35,8 +35,10 @@ bool gpu_part(distbind_t *h, const Options &o, Verdict &v, std::string &line) {
         std::string x = distbind_last_error(h);
         const std::string earlier = "the exchange failed earlier: ";
         size_t at = x.find(earlier);
-        bool told = at != std::string::npos && !why.empty() && why.find(x.substr(at + earlier.size())) != std::string::npos;
-        v.problems.push_back(told ? why : (why.empty() ? std::string("") : why + "; then ") + "the exchange failed: " + x);
+        bool told =
+            at != std::string::npos && !why.empty() && why.find(x.substr(at + earlier.size())) != std::string::npos;
+        v.problems.push_back(told ? why
+                                  : (why.empty() ? std::string("") : why + "; then ") + "the exchange failed: " + x);
         if (distbind_rank(h) != 0) std::fprintf(stderr, "dist-bind-check: %s\n", v.problems.back().c_str());
         return false;
     }

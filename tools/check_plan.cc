@@ -61,11 +61,9 @@ Args parse_args(int argc, char **argv) {
     struct Opt {
         const char *name;
         std::string *dst;
-    } opts[] = {{"--topology", &a.topology},     {"--task-cpus", &a.task_cpus},
-                {"--step-cores", &a.step_cores}, {"--tasks", &a.tasks},
-                {"--cpus-per-task", &a.cpt},     {"--distribution", &a.dist},
-                {"--gpus", &a.gpus},             {"--gpus-per-task", &a.k},
-                {"--nvidia-proc", &a.nvidia}};
+    } opts[] = {{"--topology", &a.topology}, {"--task-cpus", &a.task_cpus}, {"--step-cores", &a.step_cores},
+                {"--tasks", &a.tasks},       {"--cpus-per-task", &a.cpt},   {"--distribution", &a.dist},
+                {"--gpus", &a.gpus},         {"--gpus-per-task", &a.k},     {"--nvidia-proc", &a.nvidia}};
     std::vector<bool> seen(sizeof opts / sizeof opts[0], false);
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];

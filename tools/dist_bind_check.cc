@@ -164,7 +164,8 @@ int main(int argc, char **argv) {
         for (const std::string &p : v.problems) std::printf("PROBLEM: %s\n", p.c_str());
         std::printf("dist-bind-check: %s\n", verdict == kOk ? "all checks passed"
                                                             : (std::to_string(v.problems.size()) + " problem" +
-                                                               (v.problems.size() > 1 ? "s" : "") + " found").c_str());
+                                                               (v.problems.size() > 1 ? "s" : "") + " found")
+                                                                  .c_str());
         std::fflush(stdout);
     }
     // Every rank exits with rank 0's verdict, as long as the exchange

@@ -55,8 +55,8 @@ struct Range {
     size_t width;
 };
 struct Group {
-    std::string prefix;        // text before the bracket
-    std::vector<Range> ranges; // empty for the trailing text-only group
+    std::string prefix;         // text before the bracket
+    std::vector<Range> ranges;  // empty for the trailing text-only group
     // Saturates just above kMaxHosts: callers only compare with it.
     uint64_t size() const;
 };
@@ -239,8 +239,7 @@ bool is_uuid_token(std::string_view t) {
     if (t.size() < 5 || t.size() > 128) return false;
     if (t.substr(0, 4) != "GPU-" && t.substr(0, 4) != "MIG-") return false;
     for (char c : t.substr(4)) {
-        bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                  c == '-' || c == '/';
+        bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '/';
         if (!ok) return false;
     }
     return true;
@@ -253,14 +252,12 @@ std::vector<std::string> parse_gpu_list(std::string_view s, std::string_view nam
     std::vector<std::string> out;
     for (std::string_view t : split(s, ',')) {
         uint64_t v;
-        if (t.empty())
-            throw Error(what + ": empty entry, expected GPU indices like \"0,1\"");
+        if (t.empty()) throw Error(what + ": empty entry, expected GPU indices like \"0,1\"");
         if (!parse_uint(t, 999999, v) && !is_uuid_token(t))
             throw Error(what + ": \"" + std::string(t) +
                         "\" is not a GPU (expected an index 0..999999 or a GPU-/MIG- UUID)");
         for (const std::string &seen : out)
-            if (seen == t)
-                throw Error(what + ": GPU " + std::string(t) + " is listed twice");
+            if (seen == t) throw Error(what + ": GPU " + std::string(t) + " is listed twice");
         out.emplace_back(t);
     }
     return out;
@@ -278,8 +275,7 @@ const char *env_get(const char *const *env, std::string_view name) {
     if (!env) return nullptr;
     for (; *env; env++) {
         const char *e = *env;
-        if (std::strncmp(e, name.data(), name.size()) == 0 && e[name.size()] == '=')
-            return e + name.size() + 1;
+        if (std::strncmp(e, name.data(), name.size()) == 0 && e[name.size()] == '=') return e + name.size() + 1;
     }
     return nullptr;
 }

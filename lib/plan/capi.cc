@@ -47,8 +47,8 @@ int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char 
     return cfg->addr_kind == DB_ADDR_NODEADDR || db::distribution_is_arbitrary(db::env_get(env, "SLURM_DISTRIBUTION"));
 }
 
-int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out,
-                          size_t outlen, char *err, size_t errlen) {
+int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out, size_t outlen,
+                          char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         std::string s = db::format_master_addr(*cfg, node_name ? node_name : "", node_addr);
         if (s.size() >= outlen) throw db::Error("MASTER_ADDR \"" + s + "\" is too long");
@@ -86,9 +86,7 @@ void db_node_plan_free(db_node_plan *np) { delete np; }
 
 const char *db_node_plan_node_name(const db_node_plan *np) { return np ? np->node_name.c_str() : ""; }
 
-size_t db_node_plan_gpu_count(const db_node_plan *np) {
-    return np && !np->gpus.empty() ? np->gpus[0].step.size() : 0;
-}
+size_t db_node_plan_gpu_count(const db_node_plan *np) { return np && !np->gpus.empty() ? np->gpus[0].step.size() : 0; }
 
 const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i) {
     return i < db_node_plan_gpu_count(np) ? np->gpus[0].step[i].c_str() : nullptr;
@@ -101,8 +99,7 @@ int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *
     });
 }
 
-int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err,
-                     size_t errlen) {
+int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err, size_t errlen) {
     *out = nullptr;
     bool node_wide = false;
     int rc = guarded(err, errlen, [&] {

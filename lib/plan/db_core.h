@@ -36,10 +36,10 @@ enum db_mode {
 
 /* A parsed --dist-bind value (or the admin's default=). */
 typedef struct db_request {
-    int mode;       /* enum db_mode */
-    int verbose;    /* 0/1 */
-    int share;      /* 0/1 */
-    unsigned port;  /* 0 = not given */
+    int mode;      /* enum db_mode */
+    int verbose;   /* 0/1 */
+    int share;     /* 0/1 */
+    unsigned port; /* 0 = not given */
 } db_request;
 
 enum db_addr_kind {
@@ -57,10 +57,10 @@ enum db_addr_kind {
 
 /* The plugstack.conf arguments. */
 typedef struct db_config {
-    db_request def;    /* default=MODE */
-    unsigned port_lo;  /* ports=LO-HI */
+    db_request def;   /* default=MODE */
+    unsigned port_lo; /* ports=LO-HI */
     unsigned port_hi;
-    int addr_kind;     /* master_addr= */
+    int addr_kind; /* master_addr= */
     char addr_suffix[DB_SUFFIX_MAX];
     /* topology_cache=: an absolute path with %n (node name), %h (host
      * name), %% expanded per node; "" for none (always discover live). */
@@ -112,8 +112,7 @@ int db_request_parse(const char *value, db_request *out, char *err, size_t errle
 
 /* Parse plugstack.conf arguments (key=value ...); unknown keys are errors.
  * `*out` is always initialised (to the defaults on error). */
-int db_config_parse(int argc, const char *const *argv, db_config *out,
-                    char *err, size_t errlen);
+int db_config_parse(int argc, const char *const *argv, db_config *out, char *err, size_t errlen);
 
 /* What applies to a step: the user's request if the option was given
  * (`user` non-NULL), else the admin's default. Never returns mode UNSET. */
@@ -121,18 +120,15 @@ db_request db_effective(const db_config *cfg, const db_request *user);
 
 /* Does srun have to look up rank 0's address for this step (because the
  * nodes cannot)?  `env` is srun's environment (NAME=VALUE, NULL-ended). */
-int db_srun_needs_rank0(const db_config *cfg, const db_request *eff,
-                        const char *const *env);
+int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env);
 
 /* Format MASTER_ADDR from rank 0's node name (and NodeAddr where the config
  * asks for it; may be NULL otherwise). */
-int db_format_master_addr(const db_config *cfg, const char *node_name,
-                          const char *node_addr, char *out, size_t outlen,
+int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out, size_t outlen,
                           char *err, size_t errlen);
 
 /* Host at position `index` of a Slurm hostlist ("node[1-3,7],gpu[01-02]"). */
-int db_hostlist_nth(const char *hostlist, size_t index, char *out,
-                    size_t outlen, char *err, size_t errlen);
+int db_hostlist_nth(const char *hostlist, size_t index, char *out, size_t outlen, char *err, size_t errlen);
 
 /* What the glue knows once per node and step (slurmstepd, user_init). */
 typedef struct db_node_input {
@@ -157,8 +153,8 @@ typedef struct db_closest_task {
 } db_closest_task;
 
 typedef struct db_closest_input {
-    const char *source;   /* where the topology came from, how GPUs were matched (for verbose) */
-    const char *fallback; /* non-NULL: no choice, closest acts as rank; why (for verbose) */
+    const char *source;           /* where the topology came from, how GPUs were matched (for verbose) */
+    const char *fallback;         /* non-NULL: no choice, closest acts as rank; why (for verbose) */
     const db_closest_task *tasks; /* one per local task, by local rank */
     size_t ntasks;
 } db_closest_input;
@@ -176,8 +172,7 @@ typedef struct db_task_plan db_task_plan;
 /* The node's share of the plan.  On success *out is set; a plan may be
  * inactive (mode off, batch/extern/interactive step), then tasks get
  * nothing. */
-int db_node_plan_new(const db_config *cfg, const db_request *eff,
-                     const db_node_input *in, db_node_plan **out,
+int db_node_plan_new(const db_config *cfg, const db_request *eff, const db_node_input *in, db_node_plan **out,
                      char *err, size_t errlen);
 int db_node_plan_active(const db_node_plan *np);
 /* Why the plan is inactive, or NULL. */
@@ -195,8 +190,7 @@ const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);
 int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen);
 
 /* The variables for one task: 0, or -1 (or DB_ERR_NODE) with `err` set. */
-int db_task_plan_new(const db_node_plan *np, const db_task_input *in,
-                     db_task_plan **out, char *err, size_t errlen);
+int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err, size_t errlen);
 size_t db_task_plan_count(const db_task_plan *tp);
 const char *db_task_plan_name(const db_task_plan *tp, size_t i);
 /* NULL means: unset this variable. */

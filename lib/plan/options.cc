@@ -19,8 +19,8 @@ struct ModeName {
     int mode;
 };
 constexpr ModeName kModes[] = {
-    {"rank", DB_MODE_RANK},       {"isolate", DB_MODE_ISOLATE}, {"closest", DB_MODE_CLOSEST},
-    {"env", DB_MODE_ENV},         {"off", DB_MODE_OFF},
+    {"rank", DB_MODE_RANK}, {"isolate", DB_MODE_ISOLATE}, {"closest", DB_MODE_CLOSEST},
+    {"env", DB_MODE_ENV},   {"off", DB_MODE_OFF},
 };
 
 int mode_from(std::string_view s) {
@@ -37,8 +37,7 @@ db_request parse_request(std::string_view value, std::string_view origin) {
     bool seen_verbose = false, seen_share = false, seen_port = false;
     if (!value.empty()) {
         for (std::string_view item : split(value, ',')) {
-            if (item.empty())
-                throw Error(what + ": empty item; " + kExpectedValue);
+            if (item.empty()) throw Error(what + ": empty item; " + kExpectedValue);
             int m = mode_from(item);
             if (m != DB_MODE_UNSET) {
                 if (r.mode != DB_MODE_UNSET)
@@ -58,7 +57,8 @@ db_request parse_request(std::string_view value, std::string_view origin) {
                 seen_port = true;
                 uint64_t p;
                 if (!parse_uint(item.substr(5), 65535, p) || p == 0)
-                    throw Error(what + ": \"" + std::string(item) + "\" is not a port, expected port=N with N in 1..65535");
+                    throw Error(what + ": \"" + std::string(item) +
+                                "\" is not a port, expected port=N with N in 1..65535");
                 r.port = static_cast<unsigned>(p);
             } else {
                 throw Error(what + ": unknown item \"" + std::string(item) + "\"; " + kExpectedValue);
@@ -66,8 +66,7 @@ db_request parse_request(std::string_view value, std::string_view origin) {
         }
     }
     if (r.mode == DB_MODE_UNSET) r.mode = DB_MODE_RANK;
-    if (r.mode == DB_MODE_OFF && (r.verbose || r.share || r.port))
-        throw Error(what + ": \"off\" takes no modifiers");
+    if (r.mode == DB_MODE_OFF && (r.verbose || r.share || r.port)) throw Error(what + ": \"off\" takes no modifiers");
     return r;
 }
 
@@ -111,8 +110,8 @@ void set_master_addr(db_config &c, std::string_view val) {
         std::string_view s = val.substr(7);
         bool ok = !s.empty() && s.size() < DB_SUFFIX_MAX;
         for (char ch : s)
-            ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                        ch == '-' || ch == '.' || ch == '_');
+            ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                        ch == '.' || ch == '_');
         if (!ok)
             throw Error("plugstack.conf: " + quoted("master_addr", val) +
                         ": the suffix must be 1-63 characters of letters, digits, '-', '.', '_'");
@@ -165,8 +164,8 @@ db_config parse_config(int argc, const char *const *argv) {
         std::string_view key = arg.substr(0, eq), val = arg.substr(eq + 1);
         Key *k = std::find_if(std::begin(table), std::end(table), [&](const Key &x) { return key == x.name; });
         if (k == std::end(table))
-            throw Error("plugstack.conf: unknown key \"" + std::string(key) + "\" in \"" + std::string(arg) +
-                        "\" (" + keys + ")");
+            throw Error("plugstack.conf: unknown key \"" + std::string(key) + "\" in \"" + std::string(arg) + "\" (" +
+                        keys + ")");
         if (k->seen) throw Error("plugstack.conf: key \"" + std::string(key) + "\" given twice");
         k->seen = true;
         k->set(c, val);
@@ -176,19 +175,15 @@ db_config parse_config(int argc, const char *const *argv) {
 
 std::string format_master_addr(const db_config &cfg, std::string_view node_name, const char *node_addr) {
     switch (cfg.addr_kind) {
-    case DB_ADDR_SUFFIX:
-        return std::string(node_name) + cfg.addr_suffix;
+    case DB_ADDR_SUFFIX: return std::string(node_name) + cfg.addr_suffix;
     case DB_ADDR_NODEADDR:
         if (!node_addr || !*node_addr)
             throw Error("master_addr=addr: no NodeAddr known for node \"" + std::string(node_name) + "\"");
         return node_addr;
-    default:
-        return std::string(node_name);
+    default: return std::string(node_name);
     }
 }
 
-bool distribution_is_arbitrary(const char *dist) {
-    return dist && std::strncmp(dist, "arbitrary", 9) == 0;
-}
+bool distribution_is_arbitrary(const char *dist) { return dist && std::strncmp(dist, "arbitrary", 9) == 0; }
 
 }  // namespace db

@@ -9,9 +9,7 @@
 
 namespace db {
 
-std::string step_name(uint32_t job, uint32_t step) {
-    return std::to_string(job) + "." + std::to_string(step);
-}
+std::string step_name(uint32_t job, uint32_t step) { return std::to_string(job) + "." + std::to_string(step); }
 
 std::pair<std::string, std::string> inherited_master(const char *const *env) {
     const char *mark = env_get(env, DB_MASTER_MARK);
@@ -25,8 +23,8 @@ std::pair<std::string, std::string> inherited_master(const char *const *env) {
 namespace {
 
 // The GPU lists Slurm sets for a task; the first one present is primary.
-constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"};
+constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+                                    "ZE_AFFINITY_MASK"};
 
 void check_counts(const db_node_input &in) {
     auto bad = [&](const std::string &what) {
@@ -134,8 +132,7 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
                 np.gpus.push_back(std::move(g));
                 continue;
             }
-        } catch (const Error &) {
-        }
+        } catch (const Error &) {}
         np.notes.push_back(quoted(name, v) + " does not match " + np.gpus[0].name + ": left alone");
     }
     if (np.gpus.empty()) return;
@@ -144,9 +141,8 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
     const bool picks = m == DB_MODE_RANK || m == DB_MODE_CLOSEST || m == DB_MODE_ISOLATE;
     if (picks && !np.req.share && in.local_ntasks > n)
         throw Error("node " + np.host + " runs " + std::to_string(in.local_ntasks) + " tasks of step " +
-                    step_name(in.job_id, in.step_id) + " but has only " + std::to_string(n) +
-                    " GPUs of the step (" + np.gpus[0].name + "=" + join(np.gpus[0].step) +
-                    "): add \"share\" (--dist-bind=" + db_mode_name(m) +
+                    step_name(in.job_id, in.step_id) + " but has only " + std::to_string(n) + " GPUs of the step (" +
+                    np.gpus[0].name + "=" + join(np.gpus[0].step) + "): add \"share\" (--dist-bind=" + db_mode_name(m) +
                     ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
 }
 
@@ -204,8 +200,7 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
         try {
             std::vector<std::string> g = parse_gpu_list(names, "SLURM_STEP_GPUS");
             if (g.size() == step.size()) np.gpu_names = std::move(g);
-        } catch (const Error &) {
-        }
+        } catch (const Error &) {}
     }
     Devices seen = Devices::Unknown;
     if (numeric && !from_zero)

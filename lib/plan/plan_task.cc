@@ -12,10 +12,10 @@ namespace {
 
 // What dist-bind sets in a task; with DB_STEP_MARK naming another step,
 // these came from an enclosing step and are dropped where not set anew.
-constexpr const char *kOwnVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-                                    "GROUP_RANK", "GROUP_WORLD_SIZE", "DIST_BIND_MODE", "DIST_BIND_DEVICE",
-                                    "DIST_BIND_GPUS", "DIST_BIND_NUMA", "DIST_BIND_NICS", "HIP_VISIBLE_DEVICES",
-                                    DB_STEP_MARK, DB_MASTER_MARK};
+constexpr const char *kOwnVars[] = {
+    "RANK",           "WORLD_SIZE",       "LOCAL_RANK",          "LOCAL_WORLD_SIZE", "NODE_RANK",
+    "GROUP_RANK",     "GROUP_WORLD_SIZE", "DIST_BIND_MODE",      "DIST_BIND_DEVICE", "DIST_BIND_GPUS",
+    "DIST_BIND_NUMA", "DIST_BIND_NICS",   "HIP_VISIBLE_DEVICES", DB_STEP_MARK,       DB_MASTER_MARK};
 
 // Position of each of `own` in `step`.
 std::vector<size_t> positions(const std::vector<std::string> &step, const std::vector<std::string> &own) {
@@ -65,7 +65,7 @@ void drop_inherited(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
     for (const char *name : kOwnVars)
         if (env_get(in.env, name) && !is_set(name)) tp.unset.emplace_back(name);
     const std::pair<const char *, const std::string *> ours[] = {{"MASTER_ADDR", &master.first},
-                                                                  {"MASTER_PORT", &master.second}};
+                                                                 {"MASTER_PORT", &master.second}};
     for (const auto &o : ours) {
         const char *v = env_get(in.env, o.first);
         if (v && !o.second->empty() && *o.second == v && !is_set(o.first)) tp.unset.emplace_back(o.first);
@@ -90,8 +90,8 @@ class TaskGpus {
         if (confined()) return keep_slurms_lists();
         for (const std::string &g : mine_)
             if (std::find(step_.begin(), step_.end(), g) == step_.end())
-                throw Error(quoted(primary.name, task_list_) + ": GPU " + g + " is not one of the step's GPUs on node " +
-                            np_.host + " (" + join(step_) + ")");
+                throw Error(quoted(primary.name, task_list_) + ": GPU " + g +
+                            " is not one of the step's GPUs on node " + np_.host + " (" + join(step_) + ")");
         choose_own();
         choose_visible();
         write();
@@ -109,8 +109,8 @@ class TaskGpus {
     bool confined() const {
         if (np_.devices != Devices::Confined || np_.task_sharing || !bound_per_task()) return false;
         uint64_t v;
-        const bool numeric = std::all_of(mine_.begin(), mine_.end(),
-                                         [&](const std::string &g) { return parse_uint(g, 999999, v); });
+        const bool numeric =
+            std::all_of(mine_.begin(), mine_.end(), [&](const std::string &g) { return parse_uint(g, 999999, v); });
         return !numeric || is_first_n(mine_);
     }
 
@@ -125,8 +125,9 @@ class TaskGpus {
                 " cannot show a task the node's other GPUs of the step. Add --gpu-bind=none to srun, sbatch or "
                 "salloc (each task can then open the step's GPUs, and dist-bind gives each its own), or use "
                 "--gres-flags=allow-task-sharing (Slurm 23.11.4 and later), or --dist-bind=isolate");
-        notes_.push_back("Slurm confines this task to its own GPUs (device cgroup) and numbers them inside it: "
-                         "its lists are kept as Slurm set them");
+        notes_.push_back(
+            "Slurm confines this task to its own GPUs (device cgroup) and numbers them inside it: "
+            "its lists are kept as Slurm set them");
         set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         set("DIST_BIND_DEVICE", "0");
         set("DIST_BIND_GPUS", join(mine_));
@@ -165,17 +166,17 @@ class TaskGpus {
         if (overflow_ && !np_.req.share && mode_ != DB_MODE_ENV)
             throw NodeError("node " + np_.host + " runs " + std::to_string(np_.local_ntasks) + " tasks of step " +
                             step_name(np_.job_id, np_.step_id) + " with " + std::to_string(k) +
-                            " GPUs each but has only " + std::to_string(n) + " GPUs of the step (" +
-                            np_.gpus[0].name + "=" + join(step_) + "): add \"share\" (--dist-bind=" +
-                            db_mode_name(mode_) + ",share) to share GPUs round-robin");
+                            " GPUs each but has only " + std::to_string(n) + " GPUs of the step (" + np_.gpus[0].name +
+                            "=" + join(step_) + "): add \"share\" (--dist-bind=" + db_mode_name(mode_) +
+                            ",share) to share GPUs round-robin");
     }
 
     // The visible list, as positions in the step's list, and the device
     // ordinal of the task's first GPU in it.
     void choose_visible() {
         const size_t n = step_.size(), k = own_.size();
-        const bool mig = std::any_of(step_.begin(), step_.end(),
-                                     [](const std::string &g) { return g.compare(0, 4, "MIG-") == 0; });
+        const bool mig =
+            std::any_of(step_.begin(), step_.end(), [](const std::string &g) { return g.compare(0, 4, "MIG-") == 0; });
         if (mode_ == DB_MODE_ENV) {
             visible_ = positions(step_, mine_);
             device_ = static_cast<size_t>(std::find(visible_.begin(), visible_.end(), own_[0]) - visible_.begin());
@@ -184,8 +185,9 @@ class TaskGpus {
         } else if (mig) {
             // A CUDA process uses only the first MIG instance it is shown.
             visible_ = own_;
-            notes_.push_back("MIG: a CUDA process uses only the first MIG instance it is shown, so this task is "
-                             "shown its own alone, as device 0");
+            notes_.push_back(
+                "MIG: a CUDA process uses only the first MIG instance it is shown, so this task is "
+                "shown its own alone, as device 0");
         } else if (overflow_) {
             // Shared round-robin: everyone sees the step's list as Slurm
             // ordered it; DIST_BIND_DEVICE says which device is this task's.
@@ -247,8 +249,7 @@ class TaskGpus {
             // the numbering of Slurm's step list.
             uint64_t v;
             device = parse_uint(step_[own_[0]], 999999, v) ? step_[own_[0]] : "";
-            if (device.empty())
-                notes_.push_back("no list and GPU names, not indices: DIST_BIND_DEVICE not set");
+            if (device.empty()) notes_.push_back("no list and GPU names, not indices: DIST_BIND_DEVICE not set");
         }
         if (!device.empty()) set("DIST_BIND_DEVICE", device);
         set("DIST_BIND_GPUS", pick(np_.gpu_names, own_));

@@ -112,8 +112,8 @@ void check_size(const char *fn, size_t len, int world, bool per_rank) {
     if (per_rank ? len <= kMax / w : len <= kMax) return;
     std::string limit = "the limit of " + std::to_string(kMax) + " bytes (1 GiB) one collective can carry";
     if (!per_rank)
-        fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " is above " + limit + " (world size " +
-                                   std::to_string(world) + "): send it in parts");
+        fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " is above " + limit +
+                                   " (world size " + std::to_string(world) + "): send it in parts");
     std::string total = len <= kMax ? " = " + std::to_string(len * w) + " bytes" : "";
     fail(DISTBIND_ERR_ARG, std::string(fn) + ": len " + std::to_string(len) + " bytes per rank x world size " +
                                std::to_string(world) + total + " is above " + limit + ": send it in parts");
@@ -253,13 +253,15 @@ distbind_status distbind_connect(distbind_t *h) {
             if (!h->ex) h->ex = db::rt::make_tcp(c);
         } else if (how == "pmix") {
             if (!db::rt::pmix_has_server(h->env))
-                fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server "
-                                               "(PMIX_NAMESPACE is not set): start it with srun --mpi=pmix");
+                fail(DISTBIND_ERR_UNAVAILABLE,
+                     "DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server "
+                     "(PMIX_NAMESPACE is not set): start it with srun --mpi=pmix");
             h->ex = db::rt::make_pmix(c);
         } else if (how == "pmi2") {
             if (!db::rt::pmi2_has_server(h->env))
-                fail(DISTBIND_ERR_UNAVAILABLE, "DIST_BIND_BOOTSTRAP=pmi2, but this task has no PMI2 server "
-                                               "(PMI_FD is not set): start it with srun --mpi=pmi2");
+                fail(DISTBIND_ERR_UNAVAILABLE,
+                     "DIST_BIND_BOOTSTRAP=pmi2, but this task has no PMI2 server "
+                     "(PMI_FD is not set): start it with srun --mpi=pmi2");
             h->ex = db::rt::make_pmi2(c);
         } else {
             h->ex = db::rt::make_tcp(c);
@@ -285,8 +287,7 @@ void distbind_destroy(distbind_t *h) {
     db::rt::DebugScope scope(h->dbg);
     try {
         db::rt::gpu::nccl_destroy(h->comm);
-    } catch (...) {
-    }
+    } catch (...) {}
     delete h;
 }
 
@@ -371,8 +372,7 @@ distbind_status distbind_nccl_init(distbind_t *h, const void *config, struct ncc
         *comm = nullptr;
         if (!h->device_set) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: call distbind_set_device first");
         if (h->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_init: this handle already has a communicator");
-        h->comm = db::rt::gpu::nccl_init(exchange(h), h->id, h->params, config, h->nccl_blocking,
-                                          &h->comm_nonblocking);
+        h->comm = db::rt::gpu::nccl_init(exchange(h), h->id, h->params, config, h->nccl_blocking, &h->comm_nonblocking);
         *comm = static_cast<struct ncclComm *>(h->comm);
     });
 }
@@ -389,8 +389,8 @@ distbind_status distbind_nccl_abort(distbind_t *h) {
 distbind_status distbind_nccl_allreduce_check(distbind_t *h, size_t bytes, int iters, double *seconds) {
     return on(h, [&] {
         if (!h->comm) fail(DISTBIND_ERR_STATE, "distbind_nccl_allreduce_check: call distbind_nccl_init first");
-        double s = db::rt::gpu::allreduce_check(exchange(h), h->id, h->params, h->comm, h->comm_nonblocking,
-                                                bytes, iters);
+        double s =
+            db::rt::gpu::allreduce_check(exchange(h), h->id, h->params, h->comm, h->comm_nonblocking, bytes, iters);
         if (seconds) *seconds = s;
     });
 }

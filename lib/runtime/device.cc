@@ -115,8 +115,8 @@ std::pair<distbind_status, std::string> first_failure(Exchange &ex, const std::v
     return {all[first], what + "rank " + std::to_string(first) + " on " + t.host + ": " + t.msg + more};
 }
 
-void fail_with_first(Exchange &ex, const std::vector<distbind_status> &all, const Detail &mine,
-                     const std::string &what, const std::vector<bool> &prefer) {
+void fail_with_first(Exchange &ex, const std::vector<distbind_status> &all, const Detail &mine, const std::string &what,
+                     const std::vector<bool> &prefer) {
     auto [st, msg] = first_failure(ex, all, mine, what, prefer);
     if (st != DISTBIND_OK) fail(st, msg);
 }
@@ -197,7 +197,8 @@ const Cudart *cudart(std::string &why) {
             reason = "cannot load libcudart: " + reason;
             return;
         }
-        ok = sym(dl, api.GetDeviceCount, "cudaGetDeviceCount", reason) && sym(dl, api.SetDevice, "cudaSetDevice", reason) &&
+        ok = sym(dl, api.GetDeviceCount, "cudaGetDeviceCount", reason) &&
+             sym(dl, api.SetDevice, "cudaSetDevice", reason) &&
              sym(dl, api.DeviceGetPCIBusId, "cudaDeviceGetPCIBusId", reason) &&
              sym(dl, api.DeviceGetAttribute, "cudaDeviceGetAttribute", reason) &&
              sym(dl, api.GetErrorName, "cudaGetErrorName", reason) &&
@@ -260,7 +261,8 @@ Probe probe(const Identity &id, const Env &env) {
     cudaError_t e = cu->GetDeviceCount(&n);
     // No device is an answer (the driver works and shows none); no driver
     // is not.
-    if (e == cudaErrorNoDevice) n = 0;
+    if (e == cudaErrorNoDevice)
+        n = 0;
     else if (e != cudaSuccess)
         return fail_with(DISTBIND_ERR_NO_GPU, "no usable GPU: cudaGetDeviceCount: " + cu->error(e));
     p.count = n;
@@ -272,7 +274,8 @@ Probe probe(const Identity &id, const Env &env) {
     char bus[32] = "";
     e = cu->DeviceGetPCIBusId(bus, sizeof bus, id.device);
     if (e != cudaSuccess)
-        return fail_with(DISTBIND_ERR_DEVICE, "cudaDeviceGetPCIBusId(" + std::to_string(id.device) + "): " + cu->error(e));
+        return fail_with(DISTBIND_ERR_DEVICE,
+                         "cudaDeviceGetPCIBusId(" + std::to_string(id.device) + "): " + cu->error(e));
     bus[sizeof bus - 1] = '\0';
     p.bus = bus;
     p.numa = pci_numa_node(p.bus);
@@ -299,10 +302,12 @@ distbind_status make_current(const Identity &id, std::string &msg) {
     if (e == cudaSuccess) return DISTBIND_OK;
     msg = "cudaSetDevice(" + std::to_string(id.device) + "): " + cu->error(e);
     int mode = -1;
-    if (e == cudaErrorDevicesUnavailable && cu->DeviceGetAttribute(&mode, cudaDevAttrComputeMode, id.device) == cudaSuccess) {
+    if (e == cudaErrorDevicesUnavailable &&
+        cu->DeviceGetAttribute(&mode, cudaDevAttrComputeMode, id.device) == cudaSuccess) {
         if (mode == cudaComputeModeExclusiveProcess)
-            msg += " (the GPU is in exclusive-process compute mode and another process, outside this step, is "
-                   "using it)";
+            msg +=
+                " (the GPU is in exclusive-process compute mode and another process, outside this step, is "
+                "using it)";
         else if (mode == cudaComputeModeProhibited)
             msg += " (the GPU is in prohibited compute mode: no process may use it)";
     }

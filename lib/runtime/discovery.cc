@@ -23,8 +23,7 @@ class Reader {
     // The value of `name`, which this source cannot do without.
     int need(const char *name, uint64_t max = kMaxWorld - 1) const {
         const char *v = env_.get(name);
-        if (!v)
-            fail(DISTBIND_ERR_ENV, std::string(name) + " is not set (" + why_ + ")");
+        if (!v) fail(DISTBIND_ERR_ENV, std::string(name) + " is not set (" + why_ + ")");
         return number(name, v, max);
     }
 
@@ -42,8 +41,8 @@ class Reader {
 
 [[noreturn]] void inconsistent(const std::string &msg) { fail(DISTBIND_ERR_ENV, msg); }
 
-void check_place(const Identity &id, const char *rank, const char *world, const char *lrank,
-                 const char *lworld, const char *node) {
+void check_place(const Identity &id, const char *rank, const char *world, const char *lrank, const char *lworld,
+                 const char *node) {
     auto show = [](const char *n, int v) { return std::string(n) + "=" + std::to_string(v); };
     if (id.world < 1) inconsistent(show(world, id.world) + ": a step has at least 1 task");
     if (id.rank >= id.world) inconsistent(show(rank, id.rank) + " is not below " + show(world, id.world));
@@ -56,8 +55,9 @@ void check_place(const Identity &id, const char *rank, const char *world, const 
 }
 
 void from_plugin(const Env &env, Identity &id) {
-    Reader r(env, "RANK is set, so the task's place is read from RANK, WORLD_SIZE, LOCAL_RANK, "
-                  "LOCAL_WORLD_SIZE and NODE_RANK or GROUP_RANK");
+    Reader r(env,
+             "RANK is set, so the task's place is read from RANK, WORLD_SIZE, LOCAL_RANK, "
+             "LOCAL_WORLD_SIZE and NODE_RANK or GROUP_RANK");
     id.source = env.get("DIST_BIND_MODE") ? Source::Plugin : Source::Env;
     id.rank = r.need("RANK");
     id.world = r.need("WORLD_SIZE", kMaxWorld);
@@ -65,8 +65,9 @@ void from_plugin(const Env &env, Identity &id) {
     id.local_world = r.need("LOCAL_WORLD_SIZE", kMaxWorld);
     const char *node_var = env.get("NODE_RANK") ? "NODE_RANK" : env.get("GROUP_RANK") ? "GROUP_RANK" : nullptr;
     if (!node_var)
-        fail(DISTBIND_ERR_ENV, "NODE_RANK (or GROUP_RANK) is not set (RANK is set, so the task's place is read "
-                               "from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK)");
+        fail(DISTBIND_ERR_ENV,
+             "NODE_RANK (or GROUP_RANK) is not set (RANK is set, so the task's place is read "
+             "from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK)");
     id.node_rank = r.need(node_var);
     if (env.get("NODE_RANK") && env.get("GROUP_RANK")) {
         int g = Reader::number("GROUP_RANK", env.get("GROUP_RANK"), kMaxWorld - 1);
@@ -87,8 +88,7 @@ void from_slurm(const Env &env, Identity &id) {
     id.world = r.need(world_var, kMaxWorld);
     const char *tpn_var = env.get("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
     const char *tpn = env.get(tpn_var);
-    if (!tpn)
-        fail(DISTBIND_ERR_ENV, "SLURM_STEP_TASKS_PER_NODE is not set (needed for the local world size)");
+    if (!tpn) fail(DISTBIND_ERR_ENV, "SLURM_STEP_TASKS_PER_NODE is not set (needed for the local world size)");
     std::vector<uint32_t> counts;
     try {
         // Every node runs at least one task: no more nodes than tasks.
@@ -115,8 +115,9 @@ void choose_device(const Env &env, Identity &id) {
         id.device_from = "DIST_BIND_DEVICE";
     } else {
         id.device = id.local_rank;
-        id.device_from = id.source == Source::Slurm ? "SLURM_LOCALID" : id.source == Source::Pmix ? "PMIx local rank"
-                                                                                                    : "LOCAL_RANK";
+        id.device_from = id.source == Source::Slurm  ? "SLURM_LOCALID"
+                         : id.source == Source::Pmix ? "PMIx local rank"
+                                                     : "LOCAL_RANK";
     }
 }
 

@@ -128,8 +128,8 @@ distbind_status peer_status(int32_t s, int rank);
 // (may be empty) marks ranks whose failure is their own rather than a
 // consequence of another's: the first of those is reported when there is
 // one.  Returns when every status is OK.
-void fail_with_first(Exchange &ex, const std::vector<distbind_status> &all, const Detail &mine,
-                     const std::string &what, const std::vector<bool> &prefer = {});
+void fail_with_first(Exchange &ex, const std::vector<distbind_status> &all, const Detail &mine, const std::string &what,
+                     const std::vector<bool> &prefer = {});
 // The same, returning the failure (status OK when there is none).
 std::pair<distbind_status, std::string> first_failure(Exchange &ex, const std::vector<distbind_status> &all,
                                                       const Detail &mine, const std::string &what,
@@ -138,15 +138,14 @@ std::pair<distbind_status, std::string> first_failure(Exchange &ex, const std::v
 // NCCL bring-up over the exchange; returns an ncclComm_t (as void *).
 // `blocking` applies to a NULL config: -1 NCCL's default, 0 or 1.
 // *nonblocking tells whether the communicator is non-blocking.
-void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *config, int blocking,
-                bool *nonblocking);
+void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *config, int blocking, bool *nonblocking);
 #ifdef DB_HAVE_CUDA
 // COLLECTIVE, nccl_init's exchange: every rank's status (this rank's is
 // `st`, with `why`), then each root's id (this rank's is `uid` when it is
 // one), in root order.  Throws the same Failure on every rank when one
 // cannot go on.
-std::vector<ncclUniqueId> share_ids(Exchange &ex, const Identity &id, const std::vector<int> &roots,
-                                    distbind_status st, const std::string &why, const ncclUniqueId &uid);
+std::vector<ncclUniqueId> share_ids(Exchange &ex, const Identity &id, const std::vector<int> &roots, distbind_status st,
+                                    const std::string &why, const ncclUniqueId &uid);
 #endif
 void nccl_destroy(void *comm);
 void nccl_abort(void *comm);
@@ -154,8 +153,8 @@ void nccl_abort(void *comm);
 // COLLECTIVE: the checked, timed all-reduce of distbind_nccl_allreduce_check
 // (nccl_check.cc).  `comm` is aborted and set to null when a round does
 // not finish.  Returns the seconds per timed round; throws Failure.
-double allreduce_check(Exchange &ex, const Identity &id, const Params &p, void *&comm, bool nonblocking,
-                       size_t bytes, int iters);
+double allreduce_check(Exchange &ex, const Identity &id, const Params &p, void *&comm, bool nonblocking, size_t bytes,
+                       int iters);
 
 // The ranks that make the unique ids: the first rank of each root's block.
 std::vector<int> nccl_roots(int world, int ranks_per_root);

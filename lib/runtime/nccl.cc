@@ -103,8 +103,8 @@ ncclComm_t start_comm(const Nccl *nc, const Identity &id, const Params &p, std::
             cudaError_t e = cu ? cu->SetDevice(dev) : cudaErrorInsufficientDriver;
             if (e != cudaSuccess) {
                 s.r = ncclUnhandledCudaError;
-                s.cuda = "cudaSetDevice(" + std::to_string(dev) + ") on NCCL's set-up thread: " +
-                         (cu ? cu->error(e) : std::string("no libcudart"));
+                s.cuda = "cudaSetDevice(" + std::to_string(dev) +
+                         ") on NCCL's set-up thread: " + (cu ? cu->error(e) : std::string("no libcudart"));
                 return s;
             }
             s.r = scalable ? nc->CommInitRankScalable(&s.comm, world, rank, static_cast<int>(ids.size()), ids.data(),
@@ -114,8 +114,8 @@ ncclComm_t start_comm(const Nccl *nc, const Identity &id, const Params &p, std::
         },
         d);
     if (!done)
-        fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + seconds_text(p.timeout_s) + " on rank " +
-                                       std::to_string(id.rank) +
+        fail(DISTBIND_ERR_TIMEOUT, "NCCL communicator set-up did not finish within " + seconds_text(p.timeout_s) +
+                                       " on rank " + std::to_string(id.rank) +
                                        ": another rank's NCCL failed or is stuck (NCCL_DEBUG=WARN says why); NCCL "
                                        "is left waiting on a helper thread, so end the process");
     if (!done->cuda.empty()) fail(DISTBIND_ERR_DEVICE, done->cuda);
@@ -186,8 +186,8 @@ void *nccl_init(Exchange &ex, const Identity &id, const Params &p, const void *c
     return start_comm(nc, id, p, cfg, share_ids(ex, id, roots, st, why, uid), nonblocking);
 }
 
-std::vector<ncclUniqueId> share_ids(Exchange &ex, const Identity &id, const std::vector<int> &roots,
-                                    distbind_status st, const std::string &why, const ncclUniqueId &uid) {
+std::vector<ncclUniqueId> share_ids(Exchange &ex, const Identity &id, const std::vector<int> &roots, distbind_status st,
+                                    const std::string &why, const ncclUniqueId &uid) {
     // Every rank takes part even when it cannot go on, so the others learn
     // why instead of waiting inside NCCL for it.
     int32_t mine = st;

@@ -51,8 +51,9 @@ class Run {
         if (!cu_ || !nc_) return failed(w);
         if (!nonblocking) {
             status = DISTBIND_ERR_STATE;
-            return failed("the communicator is blocking (NCCL_COMM_BLOCKING=1 in the environment, or a blocking "
-                          "config), so the all-reduce's waits could not be bounded: ask for a non-blocking one");
+            return failed(
+                "the communicator is blocking (NCCL_COMM_BLOCKING=1 in the environment, or a blocking "
+                "config), so the all-reduce's waits could not be bounded: ask for a non-blocking one");
         }
         cudaError_t e = cu_->SetDevice(id_.device);
         if (e != cudaSuccess) return failed("cudaSetDevice(" + std::to_string(id_.device) + "): " + cu_->error(e));
@@ -98,13 +99,15 @@ class Run {
         }
         for (;;) {
             cudaError_t e = cu_->StreamQuery(stream_);
-            if (e != cudaSuccess && e != cudaErrorNotReady) return abort("CUDA: " + cu_->error(e), ncclUnhandledCudaError);
+            if (e != cudaSuccess && e != cudaErrorNotReady)
+                return abort("CUDA: " + cu_->error(e), ncclUnhandledCudaError);
             // An error NCCL met meanwhile (a peer failed) ends the wait,
             // and makes a finished round worthless.
             ncclResult_t state = ncclSuccess;
             ncclResult_t q = nc_->CommGetAsyncError(comm, &state);
             if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm), q);
-            if (state != ncclSuccess && state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm), state);
+            if (state != ncclSuccess && state != ncclInProgress)
+                return abort("NCCL: " + nc_->error(state, comm), state);
             if (e == cudaSuccess) return;
             if (d.passed()) return abort("the all-reduce did not finish within " + seconds_text(limit_), ncclSuccess);
             pause();
@@ -135,7 +138,8 @@ class Run {
             if (q != ncclSuccess) return abort("ncclCommGetAsyncError: " + nc_->error(q, comm), q), false;
             if (state == ncclSuccess) return true;
             if (state != ncclInProgress) return abort("NCCL: " + nc_->error(state, comm), state), false;
-            if (d.passed()) return abort("NCCL did not take the all-reduce in within " + seconds_text(limit_), ncclSuccess), false;
+            if (d.passed())
+                return abort("NCCL did not take the all-reduce in within " + seconds_text(limit_), ncclSuccess), false;
             pause();
         }
     }
@@ -182,8 +186,8 @@ void agree(Exchange &ex, const Identity &id, const Run &run, const char *phase) 
 
 }  // namespace
 
-double allreduce_check(Exchange &ex, const Identity &id, const Params &p, void *&comm, bool nonblocking,
-                       size_t bytes, int iters) {
+double allreduce_check(Exchange &ex, const Identity &id, const Params &p, void *&comm, bool nonblocking, size_t bytes,
+                       int iters) {
     if (bytes < sizeof(float) || iters < 1)
         fail(DISTBIND_ERR_ARG, "distbind_nccl_allreduce_check: bytes " + std::to_string(bytes) + " and iters " +
                                    std::to_string(iters) + ": expected at least 4 bytes and 1 round");

@@ -70,8 +70,8 @@ unsigned need_range(const Env &env, const char *name, unsigned lo, unsigned hi, 
     if (!v) return def;
     uint64_t n;
     if (!parse_uint(v, hi, n) || n < lo)
-        fail(DISTBIND_ERR_ENV, quoted(name, v) + ": expected a whole number from " + std::to_string(lo) +
-                                   " to " + std::to_string(hi));
+        fail(DISTBIND_ERR_ENV,
+             quoted(name, v) + ": expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
     return static_cast<unsigned>(n);
 }
 }  // namespace
@@ -84,7 +84,8 @@ void check_bootstrap_name(std::string_view name, std::string_view what) {
 // "30", "2.5": positive seconds, at most a week, at most 3 decimals.
 double parse_seconds(std::string_view s, std::string_view what) {
     auto bad = [&]() -> double {
-        fail(DISTBIND_ERR_ENV, quoted(what, s) + ": expected seconds, a number like 30 or 2.5 above 0 and at most 604800");
+        fail(DISTBIND_ERR_ENV,
+             quoted(what, s) + ": expected seconds, a number like 30 or 2.5 above 0 and at most 604800");
     };
     size_t dot = s.find('.');
     std::string_view whole = s.substr(0, dot);

@@ -151,7 +151,8 @@ std::shared_ptr<Session> open_session(double timeout_s) {
     if (!s->dl) s->dl = dlopen("libpmi2.so", RTLD_NOW | RTLD_LOCAL);
     if (!s->dl)
         fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load Slurm's libpmi2 (install libpmi2-0 or use "
-                                                   "DIST_BIND_BOOTSTRAP=tcp): ") + dlerror());
+                                                   "DIST_BIND_BOOTSTRAP=tcp): ") +
+                                           dlerror());
     decltype(&PMI2_Finalize) finalize = nullptr;
     sym(s->dl, s->init, "PMI2_Init");
     sym(s->dl, finalize, "PMI2_Finalize");
@@ -202,13 +203,15 @@ class Pmi2Exchange final : public Exchange {
                                        " by its variables, but PMI2 says rank " + std::to_string(s_->rank) + " of " +
                                        std::to_string(s_->size) + ": the variables do not belong to this step");
         begin("barrier");
-        run("the set-up check", [] { return Result(); }, true);
+        run(
+            "the set-up check", [] { return Result(); }, true);
     }
 
     const char *name() const override { return "pmi2"; }
 
     void barrier() override {
-        run(begin("barrier"), [] { return Result(); }, true);
+        run(
+            begin("barrier"), [] { return Result(); }, true);
     }
 
     void broadcast(void *buf, size_t len, int root) override {
@@ -216,13 +219,16 @@ class Pmi2Exchange final : public Exchange {
         if (c_.rank == root) {
             Bytes mine = copy(buf, len);
             Ctx x = ctx();
-            run(what, [x, mine] { return put_all(x, *mine); }, true);
+            run(
+                what, [x, mine] { return put_all(x, *mine); }, true);
             return;
         }
-        run(what, [] { return Result(); }, true);
-        Bytes got = std::make_shared<std::vector<uint8_t>>(len);
+        run(
+            what, [] { return Result(); }, true);
+        Bytes got = std::make_shared<std::vector<uint8_t> >(len);
         Ctx x = ctx();
-        run(what, [x, what, root, got] { return fetch(x, what, root, got->data(), got->size()); }, false);
+        run(
+            what, [x, what, root, got] { return fetch(x, what, root, got->data(), got->size()); }, false);
         if (len) std::memcpy(buf, got->data(), len);
     }
 
@@ -230,16 +236,20 @@ class Pmi2Exchange final : public Exchange {
         std::string what = begin("allgather");
         Bytes mine = copy(send, len);
         Ctx x = ctx();
-        run(what, [x, mine] { return put_all(x, *mine); }, true);
-        Bytes all = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(c_.world) * len);
-        run(what, [x, what, all, len] {
-            for (int r = 0; r < x.world; r++) {
-                if (r == x.rank) continue;
-                Result e = fetch(x, what, r, all->data() + static_cast<size_t>(r) * len, len);
-                if (e.st != DISTBIND_OK) return e;
-            }
-            return Result();
-        }, false);
+        run(
+            what, [x, mine] { return put_all(x, *mine); }, true);
+        Bytes all = std::make_shared<std::vector<uint8_t> >(static_cast<size_t>(c_.world) * len);
+        run(
+            what,
+            [x, what, all, len] {
+                for (int r = 0; r < x.world; r++) {
+                    if (r == x.rank) continue;
+                    Result e = fetch(x, what, r, all->data() + static_cast<size_t>(r) * len, len);
+                    if (e.st != DISTBIND_OK) return e;
+                }
+                return Result();
+            },
+            false);
         if (len) {
             std::memcpy(static_cast<uint8_t *>(recv), all->data(), all->size());
             std::memmove(static_cast<uint8_t *>(recv) + static_cast<size_t>(c_.rank) * len, send, len);
@@ -249,7 +259,7 @@ class Pmi2Exchange final : public Exchange {
   private:
     // What a helper thread works on is its own: after a timeout the caller
     // is gone, the thread may not be.
-    using Bytes = std::shared_ptr<std::vector<uint8_t>>;
+    using Bytes = std::shared_ptr<std::vector<uint8_t> >;
     struct Result {
         distbind_status st = DISTBIND_OK;
         std::string msg;
@@ -257,13 +267,13 @@ class Pmi2Exchange final : public Exchange {
 
     ExchangeConfig c_;
     std::shared_ptr<Session> s_;
-    uint32_t seq_ = 0;  // this collective's number (from the session)
+    uint32_t seq_ = 0;     // this collective's number (from the session)
     Deadline deadline_{};  // this collective's: every run() of it shares it
     std::string broken_;
 
     static Bytes copy(const void *p, size_t n) {
         const uint8_t *b = static_cast<const uint8_t *>(p);
-        return std::make_shared<std::vector<uint8_t>>(b, b + n);
+        return std::make_shared<std::vector<uint8_t> >(b, b + n);
     }
 
     std::string begin(const char *kind) {
@@ -307,14 +317,16 @@ class Pmi2Exchange final : public Exchange {
         auto bad = [&](distbind_status st, const std::string &m) { return Result{st, what + " failed: " + m}; };
         // Exactly the chunks `len` bytes take, each a full one but the last.
         const size_t chunks = len ? (len + kChunk - 1) / kChunk : 1;
-        auto malformed = [&] { return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data"); };
+        auto malformed = [&] {
+            return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent malformed data");
+        };
         for (size_t i = 0; i < chunks; i++) {
             char val[PMI2_MAX_VALLEN + 1] = "";
             int vallen = 0;
             int rc = x.s->get(x.s->job, rank, key(x.seq, rank, i).c_str(), val, PMI2_MAX_VALLEN, &vallen);
             if (rc != PMI2_SUCCESS)
-                return bad(DISTBIND_ERR_PEER, "PMI2 has no data from rank " + std::to_string(rank) + " (code " +
-                                                  std::to_string(rc) + ")");
+                return bad(DISTBIND_ERR_PEER,
+                           "PMI2 has no data from rank " + std::to_string(rank) + " (code " + std::to_string(rc) + ")");
             val[PMI2_MAX_VALLEN] = '\0';
             const char *data = val;
             if (i == 0) {
@@ -323,7 +335,8 @@ class Pmi2Exchange final : public Exchange {
                 if (total != len)
                     return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " passed " + std::to_string(total) +
                                                       " bytes but rank " + std::to_string(x.rank) + " expected " +
-                                                      std::to_string(len) + " (every rank must pass the same size and root)");
+                                                      std::to_string(len) +
+                                                      " (every rank must pass the same size and root)");
             }
             size_t before = got.size();
             if (!b64_decode_bytes(data, std::strlen(data), got)) return malformed();
@@ -366,9 +379,9 @@ class Pmi2Exchange final : public Exchange {
             s_->wedged = true;
             char buf[32];
             std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
-            broken_ = what + " failed: not every rank arrived within " + buf + " (seen by rank " +
-                      std::to_string(c_.rank) +
-                      "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix name them)";
+            broken_ =
+                what + " failed: not every rank arrived within " + buf + " (seen by rank " + std::to_string(c_.rank) +
+                "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix name them)";
             fail(DISTBIND_ERR_TIMEOUT, broken_);
         }
         if (res->st != DISTBIND_OK) {

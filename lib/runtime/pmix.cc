@@ -90,16 +90,18 @@ std::shared_ptr<Session> session(double timeout_s) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (auto s = g_session.lock()) return s;
     if (g_init_stuck)
-        fail(DISTBIND_ERR_STATE, "PMIx is unusable in this process: an earlier PMIx_Init did not return within "
-                                 "DIST_BIND_TIMEOUT and may still be running; start a new process, or use "
-                                 "DIST_BIND_BOOTSTRAP=tcp");
+        fail(DISTBIND_ERR_STATE,
+             "PMIx is unusable in this process: an earlier PMIx_Init did not return within "
+             "DIST_BIND_TIMEOUT and may still be running; start a new process, or use "
+             "DIST_BIND_BOOTSTRAP=tcp");
     auto s = std::make_shared<Session>();
     // GLOBAL: PMIx's own plugins resolve symbols from libpmix.
     s->dl = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
     if (!s->dl) s->dl = dlopen("libpmix.so", RTLD_NOW | RTLD_GLOBAL);
     if (!s->dl)
         fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load libpmix (install libpmix2 or use "
-                                                   "DIST_BIND_BOOTSTRAP=tcp): ") + dlerror());
+                                                   "DIST_BIND_BOOTSTRAP=tcp): ") +
+                                           dlerror());
     decltype(&PMIx_Finalize) finalize = nullptr;
     sym(s->dl, s->init, "PMIx_Init");
     sym(s->dl, finalize, "PMIx_Finalize");
@@ -111,8 +113,8 @@ std::shared_ptr<Session> session(double timeout_s) {
     sym(s->dl, s->error_string, "PMIx_Error_string");
     sym(s->dl, s->value_destruct, "PMIx_Value_destruct");
     // PMIx_Init talks to the local server with no timeout of its own.
-    std::optional<pmix_status_t> rc = run_bounded<pmix_status_t>([s] { return s->init(&s->me, nullptr, 0); },
-                                                                 Deadline::in(timeout_s));
+    std::optional<pmix_status_t> rc =
+        run_bounded<pmix_status_t>([s] { return s->init(&s->me, nullptr, 0); }, Deadline::in(timeout_s));
     if (!rc) {
         g_init_stuck = true;
         char buf[32];
@@ -121,8 +123,8 @@ std::shared_ptr<Session> session(double timeout_s) {
                                        ": the step's PMIx server (slurmstepd) does not answer");
     }
     if (*rc != PMIX_SUCCESS)
-        fail(DISTBIND_ERR_UNAVAILABLE, "PMIx_Init failed: " + s->err(*rc) +
-                                           " (is this task started by srun --mpi=pmix?)");
+        fail(DISTBIND_ERR_UNAVAILABLE,
+             "PMIx_Init failed: " + s->err(*rc) + " (is this task started by srun --mpi=pmix?)");
     s->finalize = finalize;
     debugf("pmix: connected as %s rank %u", s->me.nspace, s->me.rank);
     g_session = s;
@@ -153,8 +155,7 @@ uint64_t get_uint(Session &s, uint32_t rank, const char *key, double timeout_s) 
     info[0].value.type = PMIX_INT;
     info[0].value.data.integer = static_cast<int>(std::ceil(timeout_s));
     pmix_status_t rc = s.get(&p, key, info, 1, &v);
-    if (rc != PMIX_SUCCESS || !v)
-        fail(DISTBIND_ERR_UNAVAILABLE, std::string("PMIx has no ") + key + ": " + s.err(rc));
+    if (rc != PMIX_SUCCESS || !v) fail(DISTBIND_ERR_UNAVAILABLE, std::string("PMIx has no ") + key + ": " + s.err(rc));
     uint64_t out = 0;
     bool ok = true;
     switch (v->type) {
@@ -163,7 +164,10 @@ uint64_t get_uint(Session &s, uint32_t rank, const char *key, double timeout_s) 
     case PMIX_UINT32: out = v->data.uint32; break;
     case PMIX_UINT64: out = v->data.uint64; break;
     case PMIX_SIZE: out = v->data.size; break;
-    case PMIX_INT: ok = v->data.integer >= 0; out = static_cast<uint64_t>(v->data.integer); break;
+    case PMIX_INT:
+        ok = v->data.integer >= 0;
+        out = static_cast<uint64_t>(v->data.integer);
+        break;
     case PMIX_PROC_RANK: out = v->data.rank; break;
     default: ok = false;
     }
@@ -331,8 +335,8 @@ class PmixExchange final : public Exchange {
         }
         if (!w->wait_until(deadline())) {
             s_->wedged = true;
-            broken(DISTBIND_ERR_TIMEOUT, what + " failed: " + absent() + " (seen by rank " + std::to_string(c_.rank) +
-                                             ", PMIx)");
+            broken(DISTBIND_ERR_TIMEOUT,
+                   what + " failed: " + absent() + " (seen by rank " + std::to_string(c_.rank) + ", PMIx)");
         }
         if (w->rc != PMIX_SUCCESS)
             broken(DISTBIND_ERR_PEER, what + " failed: the PMIx fence failed: " + s_->err(w->rc) +
@@ -343,7 +347,7 @@ class PmixExchange final : public Exchange {
     // all at once, for a short while.
     std::string absent() {
         std::string k = key();
-        std::vector<std::shared_ptr<Waiter>> asks;
+        std::vector<std::shared_ptr<Waiter> > asks;
         for (int r = 0; r < c_.world; r++) {
             auto w = std::make_shared<Waiter>();
             asks.push_back(w);
@@ -370,7 +374,8 @@ class PmixExchange final : public Exchange {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
         if (missing.empty()) return std::string("the PMIx fence did not complete within ") + buf;
-        return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) + " did not arrive within " + buf;
+        return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) +
+               " did not arrive within " + buf;
     }
 
     // After a collecting fence PMIx 3 and 4 (Slurm's pmix_v3/v4, Debian 12)
@@ -400,7 +405,8 @@ class PmixExchange final : public Exchange {
             return;
         }
         if (rc != PMIX_ERR_NOT_FOUND)
-            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
+            broken(DISTBIND_ERR_PEER,
+                   what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
         auto w = std::make_shared<Waiter>();
         std::memset(w->info, 0, sizeof w->info);
         load_key(w->info[0].key, PMIX_TIMEOUT);
@@ -413,18 +419,20 @@ class PmixExchange final : public Exchange {
         rc = s_->get_nb(&w->proc, w->key, w->info, 1, get_value_done, hold);
         if (rc != PMIX_SUCCESS) {
             delete hold;
-            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
+            broken(DISTBIND_ERR_PEER,
+                   what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(rc));
         }
         if (!w->wait_until(until)) {
             s_->wedged = true;  // its callback may still come
             char buf[32];
             std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
-            broken(DISTBIND_ERR_TIMEOUT, what + " failed: the PMIx server did not hand over rank " + std::to_string(rank) +
-                                             "'s data within " + buf + " (seen by rank " + std::to_string(c_.rank) + ")");
+            broken(DISTBIND_ERR_TIMEOUT, what + " failed: the PMIx server did not hand over rank " +
+                                             std::to_string(rank) + "'s data within " + buf + " (seen by rank " +
+                                             std::to_string(c_.rank) + ")");
         }
         if (!w->found)
-            broken(DISTBIND_ERR_PEER, what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " +
-                                          s_->err(w->rc));
+            broken(DISTBIND_ERR_PEER,
+                   what + " failed: PMIx has no data from rank " + std::to_string(rank) + ": " + s_->err(w->rc));
         std::unique_lock<std::mutex> lock(w->mu);
         if (!take(w->is_bytes, w->bytes.data(), w->bytes.size(), dst, len)) {
             const size_t got = w->is_bytes ? w->bytes.size() : 0;
@@ -441,8 +449,8 @@ class PmixExchange final : public Exchange {
 
     [[noreturn]] void mismatch(const std::string &what, int rank, size_t got, size_t len) {
         broken(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(rank) + " passed " + std::to_string(got) +
-                                      " bytes but rank " + std::to_string(c_.rank) + " expected " + std::to_string(len) +
-                                      " (every rank must pass the same size and root)");
+                                      " bytes but rank " + std::to_string(c_.rank) + " expected " +
+                                      std::to_string(len) + " (every rank must pass the same size and root)");
     }
 };
 

@@ -46,16 +46,16 @@ class Env {
 
 // Every setting the library reads, read in one place (params.cc).
 struct Params {
-    std::string bootstrap = "auto";   // DIST_BIND_BOOTSTRAP
-    double timeout_s = 300;           // DIST_BIND_TIMEOUT
-    unsigned fanout = 8;              // DIST_BIND_TCP_FANOUT
-    std::string step_key;             // DIST_BIND_STEP_KEY, else SLURM_JOB_ID.SLURM_STEP_ID
-    auth::Secret secret;              // DIST_BIND_SECRET (the plugin's per-step secret)
-    bool tcp_insecure = false;        // DIST_BIND_TCP_INSECURE=1: TCP without proofs
+    std::string bootstrap = "auto";      // DIST_BIND_BOOTSTRAP
+    double timeout_s = 300;              // DIST_BIND_TIMEOUT
+    unsigned fanout = 8;                 // DIST_BIND_TCP_FANOUT
+    std::string step_key;                // DIST_BIND_STEP_KEY, else SLURM_JOB_ID.SLURM_STEP_ID
+    auth::Secret secret;                 // DIST_BIND_SECRET (the plugin's per-step secret)
+    bool tcp_insecure = false;           // DIST_BIND_TCP_INSECURE=1: TCP without proofs
     unsigned nccl_ranks_per_root = 128;  // DIST_BIND_NCCL_RANKS_PER_ROOT
-    bool debug = false;               // DIST_BIND_DEBUG
-    std::string master_addr;          // MASTER_ADDR ("" = unset)
-    unsigned master_port = 0;         // MASTER_PORT (0 = unset)
+    bool debug = false;                  // DIST_BIND_DEBUG
+    std::string master_addr;             // MASTER_ADDR ("" = unset)
+    unsigned master_port = 0;            // MASTER_PORT (0 = unset)
 };
 Params read_params(const Env &env);
 void check_bootstrap_name(std::string_view name, std::string_view what);
@@ -109,8 +109,7 @@ using Clock = std::chrono::steady_clock;
 struct Deadline {
     Clock::time_point at;
     static Deadline in(double seconds) {
-        return {Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(seconds))};
+        return {Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))};
     }
     bool passed() const { return Clock::now() >= at; }
     // Milliseconds left, for poll(): 0 once passed.

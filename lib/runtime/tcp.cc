@@ -34,8 +34,9 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     if (c_.tcp_insecure) {
         debugf("tcp: DIST_BIND_TCP_INSECURE=1: ranks do not authenticate each other");
         if (c.rank == 0)
-            std::fprintf(stderr, "dist-bind: rank 0: warning: DIST_BIND_TCP_INSECURE=1: the TCP bootstrap does not "
-                                 "authenticate its peers; anyone who can reach %s:%u can join or break this step\n",
+            std::fprintf(stderr,
+                         "dist-bind: rank 0: warning: DIST_BIND_TCP_INSECURE=1: the TCP bootstrap does not "
+                         "authenticate its peers; anyone who can reach %s:%u can join or break this step\n",
                          c.master_addr.c_str(), c.master_port);
     }
     if (c.rank == 0)
@@ -55,8 +56,9 @@ void TcpExchange::broadcast(void *buf, size_t len, int root) {
         // The data first climbs from `root` to rank 0, as a gather in
         // which only root's branch carries bytes.
         bool mine = c_.rank == root;
-        std::vector<uint8_t> up = gather(op, what, t0, mine ? buf : nullptr, mine ? len : 0, len,
-                                         [&](int child) { return tree_.below(root, child); }, false);
+        std::vector<uint8_t> up = gather(
+            op, what, t0, mine ? buf : nullptr, mine ? len : 0, len,
+            [&](int child) { return tree_.below(root, child); }, false);
         if (c_.rank == 0) data = std::move(up);
     } else if (c_.rank == 0) {
         const uint8_t *p = static_cast<const uint8_t *>(buf);
@@ -69,10 +71,11 @@ void TcpExchange::broadcast(void *buf, size_t len, int root) {
     Reader r(got);
     uint32_t their_root = r.u32(), their_len = r.u32();
     if (!r.ok() || their_root != static_cast<uint32_t>(root) || their_len != len || r.left() != len)
-        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 broadcast " + std::to_string(their_len) + " bytes from rank " +
-                                      std::to_string(their_root) + ", but rank " + std::to_string(c_.rank) +
-                                      " expected " + std::to_string(len) + " bytes from rank " +
-                                      std::to_string(root) + " (every rank must pass the same size and root)");
+        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 broadcast " + std::to_string(their_len) +
+                                      " bytes from rank " + std::to_string(their_root) + ", but rank " +
+                                      std::to_string(c_.rank) + " expected " + std::to_string(len) +
+                                      " bytes from rank " + std::to_string(root) +
+                                      " (every rank must pass the same size and root)");
     if (c_.rank != root && len) std::memcpy(buf, r.bytes(len), len);
 }
 
@@ -84,7 +87,8 @@ void TcpExchange::allgather(const void *send, size_t len, void *recv) {
     }
     std::string what = label(op, nullptr);
     auto t0 = Clock::now();
-    std::vector<uint8_t> pre = gather(op, what, t0, send, len, len, [](int) { return true; }, true);
+    std::vector<uint8_t> pre = gather(
+        op, what, t0, send, len, len, [](int) { return true; }, true);
     Writer w;
     w.u32(static_cast<uint32_t>(len));
     if (c_.rank == 0) {
@@ -136,7 +140,8 @@ void TcpExchange::barrier_named(const char *name) {
     if (c_.world == 1) return;
     std::string what = label(op, name);
     auto t0 = Clock::now();
-    gather(op, what, t0, nullptr, 0, 0, [](int) { return false; }, false);
+    gather(
+        op, what, t0, nullptr, 0, 0, [](int) { return false; }, false);
     down(op, what, t0, {});
 }
 
@@ -161,7 +166,8 @@ void TcpExchange::spread(distbind_status st, const std::string &msg, int except)
 
 void TcpExchange::on_abort(const Message &m, int from) {
     Verdict v;
-    if (!decode(m.body, v)) v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
+    if (!decode(m.body, v))
+        v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
     spread(v.status, v.text, from);
 }
 
@@ -174,12 +180,13 @@ void TcpExchange::lost(const std::string &what, int who, const IoResult &r) {
         if (recv_msg(p->link.fd(), m, Deadline::in(1.0)).ok()) on_abort(m, who);
     }
     std::string how = r.kind == Io::Garbage ? "sent something that is not a dist-bind message"
-                      : r.kind == Io::Timeout ? "stopped in the middle of a message"
-                                              : "closed its connection (" + r.str() +
-                                                    "): it exited, crashed or called distbind_destroy";
-    spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(who) + " " + how + " (seen by rank " +
-                                  std::to_string(c_.rank) + ")",
-           who);
+                      : r.kind == Io::Timeout
+                          ? "stopped in the middle of a message"
+                          : "closed its connection (" + r.str() + "): it exited, crashed or called distbind_destroy";
+    spread(
+        DISTBIND_ERR_PEER,
+        what + " failed: rank " + std::to_string(who) + " " + how + " (seen by rank " + std::to_string(c_.rank) + ")",
+        who);
 }
 
 void TcpExchange::unsent(const std::string &what, int who, const IoResult &r) {
@@ -194,8 +201,9 @@ void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
     std::string theirs = m.type == Msg::Up || m.type == Msg::Down
                              ? std::string(op_name(m.op)) + " #" + std::to_string(m.seq)
                              : "message type " + std::to_string(static_cast<int>(m.type));
-    spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(who) + " sent " + theirs + " instead (seen by rank " +
-                                  std::to_string(c_.rank) + "): the ranks called different collectives",
+    spread(DISTBIND_ERR_PEER,
+           what + " failed: rank " + std::to_string(who) + " sent " + theirs + " instead (seen by rank " +
+               std::to_string(c_.rank) + "): the ranks called different collectives",
            who);
 }
 
@@ -271,8 +279,7 @@ void TcpExchange::take_missing(const std::string &what, int ch, const Message &m
     Missing ms;
     bool ok = decode(m.body, c_.world, ms);
     for (auto *list : {&ms.missing, &ms.unreachable})
-        for (size_t k = 0; ok && k < list->size(); k++)
-            ok = (*list)[k] != ch && tree_.below((*list)[k], ch);
+        for (size_t k = 0; ok && k < list->size(); k++) ok = (*list)[k] != ch && tree_.below((*list)[k], ch);
     if (!ok) lost(what, ch, {Io::Garbage, 0});
     missing.insert(missing.end(), ms.missing.begin(), ms.missing.end());
     unreachable.insert(unreachable.end(), ms.unreachable.begin(), ms.unreachable.end());
@@ -315,7 +322,8 @@ void TcpExchange::report_missing(const std::string &what, std::vector<int> missi
     spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank " + std::to_string(c_.rank) + ")");
 }
 
-std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root) {
+std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::time_point t0,
+                                       const std::vector<uint8_t> &at_root) {
     std::vector<uint8_t> body;
     Deadline dmsg = message_deadline(t0);
     if (c_.rank == 0) {
@@ -326,17 +334,16 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
             for (Peer &ch : children_) fds.push_back(ch.link.fd());
             int at = wait_readable(fds, dmsg);
             if (at < 0)
-                spread(DISTBIND_ERR_TIMEOUT,
-                       what + " failed: no answer from rank 0 (through rank " + std::to_string(parent_.rank) +
-                           ") within " + secs(c_.timeout_s) + ": rank 0, or a rank between, did not arrive (seen by rank " +
-                           std::to_string(c_.rank) + ")");
+                spread(DISTBIND_ERR_TIMEOUT, what + " failed: no answer from rank 0 (through rank " +
+                                                 std::to_string(parent_.rank) + ") within " + secs(c_.timeout_s) +
+                                                 ": rank 0, or a rank between, did not arrive (seen by rank " +
+                                                 std::to_string(c_.rank) + ")");
             Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];
             Message m;
             IoResult r = recv_msg(from.link.fd(), m, dmsg);
             if (!r.ok()) lost(what, from.rank, r);
             if (m.type == Msg::Abort) on_abort(m, from.rank);
-            if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second)
-                mismatch(what, from.rank, m);
+            if (at != 0 || m.type != Msg::Down || m.op != op.first || m.seq != op.second) mismatch(what, from.rank, m);
             body = std::move(m.body);
             break;
         }

@@ -193,8 +193,8 @@ class TcpExchange final : public Exchange {
     // `carries(child)` holds, in child order: len bytes from each rank of
     // the child's subtree when `per_rank`, else len bytes from the whole
     // subtree.  Returns the bytes at rank 0.
-    std::vector<uint8_t> gather(Op op, const std::string &what, Clock::time_point t0, const void *mine,
-                                size_t n_mine, size_t len, const std::function<bool(int)> &carries, bool per_rank);
+    std::vector<uint8_t> gather(Op op, const std::string &what, Clock::time_point t0, const void *mine, size_t n_mine,
+                                size_t len, const std::function<bool(int)> &carries, bool per_rank);
     // A child's report of the ranks missing below it, checked (they must be
     // below it), added to the lists.
     void take_missing(const std::string &what, int ch, const Message &m, std::vector<int> &missing,
@@ -204,7 +204,8 @@ class TcpExchange final : public Exchange {
     std::vector<uint8_t> take_up(const std::string &what, int ch, const Message &m, size_t len, uint64_t expected);
     [[noreturn]] void report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable);
     // Rank 0's answer travels down; returns it.
-    std::vector<uint8_t> down(Op op, const std::string &what, Clock::time_point t0, const std::vector<uint8_t> &at_root);
+    std::vector<uint8_t> down(Op op, const std::string &what, Clock::time_point t0,
+                              const std::vector<uint8_t> &at_root);
 
     // ---- set-up -------------------------------------------------------------
     std::string master() const { return c_.master_addr + ":" + std::to_string(c_.master_port); }

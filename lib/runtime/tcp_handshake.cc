@@ -93,15 +93,18 @@ struct Door::Conn {
 
 Door::Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
            size_t max_first)
-    : lis_(std::move(listener)), me_(me), client_ok_(std::move(client_ok)), first_(std::move(first)),
+    : lis_(std::move(listener)),
+      me_(me),
+      client_ok_(std::move(client_ok)),
+      first_(std::move(first)),
       max_first_(max_first) {}
 
 Door::~Door() = default;
 
 void Door::drop(size_t i, const char *why) {
     dropped_++;
-    debugf("tcp: dropped a connection from %s to rank %d's listener: %s (%ld dropped so far)",
-           conns_[i]->peer.c_str(), me_.rank, why, dropped_);
+    debugf("tcp: dropped a connection from %s to rank %d's listener: %s (%ld dropped so far)", conns_[i]->peer.c_str(),
+           me_.rank, why, dropped_);
     conns_.erase(conns_.begin() + static_cast<long>(i));
 }
 
@@ -397,9 +400,10 @@ class Dialer {
                 s.phase = DialState::Connecting;
                 s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
-                failed(i, s.phase != DialState::Connecting ? "it did not finish the handshake in time"
-                          : s.mode == Mode::Challenge ? "it accepted the connection but sent no challenge in time"
-                                                      : "cannot connect (the connection was not accepted in time)",
+                failed(i,
+                       s.phase != DialState::Connecting ? "it did not finish the handshake in time"
+                       : s.mode == Mode::Challenge      ? "it accepted the connection but sent no challenge in time"
+                                                        : "cannot connect (the connection was not accepted in time)",
                        true);
             }
         }
@@ -413,7 +417,8 @@ class Dialer {
         for (size_t i = 0; i < dials_.size(); i++) {
             const DialState &s = st_[i];
             if (s.phase == DialState::Wait) wake = std::min(wake, s.wake);
-            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck || s.phase == DialState::AwaitReply) {
+            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck ||
+                s.phase == DialState::AwaitReply) {
                 wake = std::min(wake, s.until);
                 bool out = s.phase == DialState::Connecting && s.mode != Mode::Challenge;
                 p.push_back({s.s.fd(), static_cast<short>(out ? POLLOUT : POLLIN), 0});

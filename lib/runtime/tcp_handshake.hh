@@ -122,12 +122,12 @@ class Door {
 
 // One connection to bring up.
 struct Dial {
-    int rank = 0;                // the rank listening there
+    int rank = 0;  // the rank listening there
     Addr addr;
     const auth::Nonce *announced = nullptr;  // the nonce it registered with: Mode::Announced
-    std::vector<uint8_t> first;  // the framed message the connection is for
-    bool verify = true;          // wait for the server's proof (not for a one-way abort)
-    bool await_reply = false;    // then read one answer (at most kMaxReply) before done
+    std::vector<uint8_t> first;              // the framed message the connection is for
+    bool verify = true;                      // wait for the server's proof (not for a one-way abort)
+    bool await_reply = false;                // then read one answer (at most kMaxReply) before done
     // Results.
     Socket sock;
     Message reply;

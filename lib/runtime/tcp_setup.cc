@@ -83,8 +83,8 @@ Addr TcpExchange::resolve_master(const Deadline &d) const {
                                            secs(c_.timeout_s) + ": the name service does not answer");
         if (got->rc == 0) return got->a;
         if (got->rc != EAI_AGAIN || d.passed())
-            fail(DISTBIND_ERR_ENV, "MASTER_ADDR=\"" + c_.master_addr + "\" does not resolve to an IPv4 address: " +
-                                       gai_strerror(got->rc));
+            fail(DISTBIND_ERR_ENV, "MASTER_ADDR=\"" + c_.master_addr +
+                                       "\" does not resolve to an IPv4 address: " + gai_strerror(got->rc));
         std::this_thread::sleep_for(std::min(std::chrono::milliseconds(100), std::chrono::milliseconds(d.ms_left())));
     }
 }
@@ -142,10 +142,12 @@ std::string TcpExchange::refusal(const Admitted &a, Register &x, const std::vect
 
 void TcpExchange::setup_root(const Deadline &d) {
     if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (rank 0 of the TCP bootstrap listens on the address it names; "
-                               "srun --dist-bind sets it)");
+        fail(DISTBIND_ERR_ENV,
+             "MASTER_ADDR is not set (rank 0 of the TCP bootstrap listens on the address it names; "
+             "srun --dist-bind sets it)");
     if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (rank 0 of the TCP bootstrap listens on it; srun --dist-bind sets it)");
+        fail(DISTBIND_ERR_ENV,
+             "MASTER_PORT is not set (rank 0 of the TCP bootstrap listens on it; srun --dist-bind sets it)");
     // Only on the address the other ranks are told to use.
     Addr at = resolve_master(d);
     Socket lis = listen_as_root(at);
@@ -157,7 +159,8 @@ void TcpExchange::setup_root(const Deadline &d) {
     int count = 1;
     debugf("tcp: rank 0 listening on %s for %d ranks%s", at.str().c_str(), c_.world - 1,
            cred_.secret ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
-    Door door(std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
+    Door door(
+        std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
@@ -250,13 +253,15 @@ void TcpExchange::register_with_root(const Addr &root, const Register &reg, cons
 
 std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt) {
     const int parent = parent_.rank;
-    Door door(std::move(lis), cred_, [parent](uint32_t r) { return r == static_cast<uint32_t>(parent) || r == 0; },
-              {Msg::Tree, Msg::Abort}, std::max(kMaxReply, max_tree_body(c_.world)));
+    Door door(
+        std::move(lis), cred_, [parent](uint32_t r) { return r == static_cast<uint32_t>(parent) || r == 0; },
+        {Msg::Tree, Msg::Abort}, std::max(kMaxReply, max_tree_body(c_.world)));
     door.announce(&announced_);
     std::optional<Admitted> a = door.next(dt);
     if (!a)
-        fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
-                                       secs(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
+        fail(DISTBIND_ERR_TIMEOUT,
+             "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
+                 secs(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
     int from = static_cast<int>(a->hello.client);
     if (a->first.type == Msg::Abort) {
         Verdict v;
@@ -266,15 +271,16 @@ std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt) {
     }
     Subtree t;
     std::vector<int> want = tree_.preorder(c_.rank);
-    bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) && decode(a->first.body, c_.world, t) &&
-              t.fanout == tree_.k && t.sub.size() + 1 == want.size();
+    bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) &&
+              decode(a->first.body, c_.world, t) && t.fanout == tree_.k && t.sub.size() + 1 == want.size();
     for (size_t i = 0; ok && i < t.sub.size(); i++)
         ok = t.sub[i].rank != c_.rank && tree_.below(t.sub[i].rank, c_.rank);
     if (!ok) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " sent this rank a malformed tree");
     // This rank's proof: the parent waits for it before it counts the link as up.
     if (!a->ack.empty()) {
         IoResult r = send_all(a->sock.fd(), a->ack, sooner(dt, 1.0));
-        if (!r.ok()) fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " closed its connection during the set-up");
+        if (!r.ok())
+            fail(DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " closed its connection during the set-up");
     }
     parent_.link = Link(std::move(a->sock), &open_, &peak_);
     return std::move(t.sub);
@@ -282,11 +288,13 @@ std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt) {
 
 void TcpExchange::setup_child(const Deadline &d) {
     if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV, "MASTER_ADDR is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-                               "srun --dist-bind sets both)");
+        fail(DISTBIND_ERR_ENV,
+             "MASTER_ADDR is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
+             "srun --dist-bind sets both)");
     if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV, "MASTER_PORT is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-                               "srun --dist-bind sets both)");
+        fail(DISTBIND_ERR_ENV,
+             "MASTER_PORT is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
+             "srun --dist-bind sets both)");
     Addr root = resolve_master(d);
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
     Socket lis = child_listener(root, where);
@@ -340,9 +348,9 @@ void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadlin
         children_.push_back(std::move(p));
     }
     if (bad)
-        spread(DISTBIND_ERR_PEER, "set-up failed: rank " + std::to_string(bad->rank) + " registered but cannot be reached at " +
-                                      bad->addr.str() + " (" + bad->why + "): it exited or crashed (seen by rank " +
-                                      std::to_string(c_.rank) + ")");
+        spread(DISTBIND_ERR_PEER, "set-up failed: rank " + std::to_string(bad->rank) +
+                                      " registered but cannot be reached at " + bad->addr.str() + " (" + bad->why +
+                                      "): it exited or crashed (seen by rank " + std::to_string(c_.rank) + ")");
 }
 
 }  // namespace db::rt::tcp

@@ -286,7 +286,8 @@ bool decode(const std::vector<uint8_t> &body, int world, Subtree &out) {
     Subtree t;
     t.fanout = r.u32();
     uint32_t n = r.u32();
-    if (!r.ok() || t.fanout == 0 || t.fanout > 65535 || n >= static_cast<uint32_t>(world) || n > r.left() / kMemberBytes)
+    if (!r.ok() || t.fanout == 0 || t.fanout > 65535 || n >= static_cast<uint32_t>(world) ||
+        n > r.left() / kMemberBytes)
         return false;
     std::set<int> seen;
     t.sub.reserve(n);

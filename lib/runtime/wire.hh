@@ -110,7 +110,7 @@ std::string printable(std::string_view s, size_t max = 512);
 
 constexpr uint32_t kProto = 2;
 constexpr uint32_t kMaxWorld = 1u << 24;
-constexpr size_t kMaxStep = 200;   // DIST_BIND_STEP_KEY's limit
+constexpr size_t kMaxStep = 200;  // DIST_BIND_STEP_KEY's limit
 constexpr size_t kMaxHost = 255;
 constexpr size_t kMaxText = 4096;  // an error message
 // Until a connection has authenticated, nothing longer than these is read.
@@ -130,11 +130,11 @@ enum class Mode : uint8_t {
 struct Hello {
     uint32_t proto = kProto;
     Mode mode = Mode::Challenge;
-    uint32_t client = 0;    // the rank opening the connection
-    uint32_t server = 0;    // the rank it means to reach
-    uint32_t world = 0;     // the world size it believes in
-    std::string step;       // the step it believes it is in
-    auth::Nonce nonce{};    // the client's
+    uint32_t client = 0;  // the rank opening the connection
+    uint32_t server = 0;  // the rank it means to reach
+    uint32_t world = 0;   // the world size it believes in
+    std::string step;     // the step it believes it is in
+    auth::Nonce nonce{};  // the client's
 };
 std::vector<uint8_t> encode(const Hello &h);
 bool decode(const std::vector<uint8_t> &body, Hello &out);

@@ -60,8 +60,8 @@ std::vector<Group> group_by_locality(hwloc_topology_t topo, const std::vector<hw
         hwloc_obj_t home = hwloc_get_non_io_ancestor_obj(topo, step[p]);
         auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.home == home; });
         if (g == groups.end()) {
-            hwloc_obj_t pkg = home->type == HWLOC_OBJ_PACKAGE ? home
-                                                              : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, home);
+            hwloc_obj_t pkg =
+                home->type == HWLOC_OBJ_PACKAGE ? home : hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, home);
             groups.push_back(Group{home, pkg ? pkg : home, {}, 0});
             g = groups.end() - 1;
         }

@@ -37,14 +37,14 @@ typedef struct db_topo_node_request {
                                 SLURM_DISTRIBUTION, SLURM_GPUS_PER_TASK) */
     const char *const *gpus; /* the step's GPUs on this node as the plan lists them */
     size_t ngpus;
-    uint32_t ntasks;         /* tasks of the step on this node */
-    const char *step_cores;  /* S_STEP_ALLOC_CORES ("0-2,8"); NULL if Slurm did not say */
-    uint32_t cpus_per_task;  /* S_STEP_CPUS_PER_TASK; 0 if unknown */
-    const char *cached_xml;  /* a cached topology (plugstack topology_cache=); NULL: discover live.
-                                Used only if it is a regular file, not a symbolic link, owned by
-                                root or by this process's real user (slurmd's) and writable by
-                                no one else; otherwise live discovery, and the source says why */
-    const char *no_cache;    /* with cached_xml NULL: why there is none (for the source), or NULL */
+    uint32_t ntasks;        /* tasks of the step on this node */
+    const char *step_cores; /* S_STEP_ALLOC_CORES ("0-2,8"); NULL if Slurm did not say */
+    uint32_t cpus_per_task; /* S_STEP_CPUS_PER_TASK; 0 if unknown */
+    const char *cached_xml; /* a cached topology (plugstack topology_cache=); NULL: discover live.
+                               Used only if it is a regular file, not a symbolic link, owned by
+                               root or by this process's real user (slurmd's) and writable by
+                               no one else; otherwise live discovery, and the source says why */
+    const char *no_cache;   /* with cached_xml NULL: why there is none (for the source), or NULL */
 } db_topo_node_request;
 
 typedef struct db_topo_node_result db_topo_node_result;

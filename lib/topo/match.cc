@@ -51,7 +51,8 @@ std::vector<NvidiaGpu> read_nvidia(const std::string &dir) {
             const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
             if (key == "Device Minor") {
                 uint64_t m;
-                if (!parse_uint(value, 1u << 20, m)) throw Error(path + ": " + quoted("Device Minor", value) + ": expected a number");
+                if (!parse_uint(value, 1u << 20, m))
+                    throw Error(path + ": " + quoted("Device Minor", value) + ": expected a number");
                 g.minor = static_cast<long>(m);
             } else if (key == "GPU UUID") {
                 g.uuid = value;
@@ -89,7 +90,8 @@ Matched match_gpus(const Topology &t, const std::vector<std::string> &ids, const
         for (const std::string &id : ids) {
             uint64_t n;
             if (!parse_uint(id, 999999, n))
-                throw Error("GPU \"" + id + "\" is not a number, and without the NVIDIA driver's GPU list it cannot be matched");
+                throw Error("GPU \"" + id +
+                            "\" is not a number, and without the NVIDIA driver's GPU list it cannot be matched");
             if (n >= all.size())
                 throw Error("Slurm's GPU " + id + ", but the topology shows only " + std::to_string(all.size()) +
                             " GPUs");

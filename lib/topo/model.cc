@@ -142,8 +142,8 @@ std::vector<Bitmap> model_task_cpus(const Topology &t, const std::vector<unsigne
     }
     int tpc = hwloc_bitmap_weight(m.obj(cores[0])->cpuset);
     if (tpc < 1) tpc = 1;
-    size_t per = cpus_per_task ? (cpus_per_task + static_cast<unsigned>(tpc) - 1) / static_cast<unsigned>(tpc)
-                               : n / ntasks;
+    size_t per =
+        cpus_per_task ? (cpus_per_task + static_cast<unsigned>(tpc) - 1) / static_cast<unsigned>(tpc) : n / ntasks;
     if (per == 0) per = 1;
     if (per * ntasks > n) per = n / ntasks;
 

@@ -88,7 +88,7 @@ std::string read_trusted(const char *path, std::string &why) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        why = e == ENOENT ? std::string("no ") + path
+        why = e == ENOENT  ? std::string("no ") + path
               : e == ELOOP ? std::string("cached topology ") + path + " is a symbolic link: not used"
                            : std::string("cached topology ") + path + ": " + errno_text(e);
         return "";
@@ -113,7 +113,8 @@ std::string read_trusted(const char *path, std::string &why) {
         return "";
     }
     if (static_cast<uint64_t>(st.st_size) > Topology::kMaxXml) {
-        why = std::string("cached topology ") + path + " is larger than " + std::to_string(Topology::kMaxXml >> 20) + " MiB";
+        why = std::string("cached topology ") + path + " is larger than " + std::to_string(Topology::kMaxXml >> 20) +
+              " MiB";
         return "";
     }
     std::string text(static_cast<size_t>(st.st_size), '\0');
@@ -168,7 +169,8 @@ std::string nvidia_dir(const db_topo_node_request &rq) {
 void choose_node(const db_topo_node_request &rq, db_topo_node_result &r) {
     if (rq.ngpus == 0 || !rq.gpus) throw Error("the step has no GPUs on this node");
     if (rq.ntasks == 0) throw Error("no tasks on this node");
-    if (!rq.step_cores || !*rq.step_cores) throw Error("Slurm did not say which cores the step has (S_STEP_ALLOC_CORES)");
+    if (!rq.step_cores || !*rq.step_cores)
+        throw Error("Slurm did not say which cores the step has (S_STEP_ALLOC_CORES)");
     const std::vector<std::string> ids = slurm_ids(rq);
     const char *gpt = env_get(rq.env, "SLURM_GPUS_PER_TASK");
     const char *tpt = env_get(rq.env, "SLURM_TRES_PER_TASK");

@@ -209,9 +209,7 @@ std::vector<Gpu> gpus(const Topology &t) {
 
 std::vector<unsigned> parse_list(std::string_view s, std::string_view what, unsigned max) {
     std::vector<unsigned> out;
-    auto bad = [&](std::string_view why) -> Error {
-        return Error(quoted(what, s) + ": " + std::string(why));
-    };
+    auto bad = [&](std::string_view why) -> Error { return Error(quoted(what, s) + ": " + std::string(why)); };
     if (s.empty()) throw bad("empty list");
     for (std::string_view part : split(s, ',')) {
         if (part.empty()) throw bad("empty entry");
@@ -259,7 +257,8 @@ std::string hsn_name(hwloc_obj_t pci) {
     }
     if (fabric) return fabric;
     const bool ib_class = pci->attr->pcidev.class_id == 0x0c06;
-    if (net && (ib_class || !std::strncmp(net, "ib", 2) || !std::strncmp(net, "hsn", 3) || !std::strncmp(net, "hsi", 3)))
+    if (net &&
+        (ib_class || !std::strncmp(net, "ib", 2) || !std::strncmp(net, "hsn", 3) || !std::strncmp(net, "hsi", 3)))
         return net;
     return ib_class ? busid(pci) : std::string();
 }

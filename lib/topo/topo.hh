@@ -18,7 +18,7 @@ namespace db::topo {
 
 // An hwloc bitmap with an owner.
 class Bitmap {
-public:
+  public:
     Bitmap();
     explicit Bitmap(hwloc_const_bitmap_t copy);
     hwloc_bitmap_t get() const { return b_.get(); }
@@ -27,7 +27,7 @@ public:
     // Linux cpulist form: "0-3,8".
     std::string list() const;
 
-private:
+  private:
     struct Free {
         void operator()(hwloc_bitmap_t b) const { hwloc_bitmap_free(b); }
     };
@@ -35,7 +35,7 @@ private:
 };
 
 class Topology {
-public:
+  public:
     // The whole machine from an XML file.  The file is read here, without
     // blocking (a FIFO or device is refused) and at most kMaxXml bytes.
     static Topology from_xml_file(const std::string &path);
@@ -51,7 +51,7 @@ public:
 
     static constexpr size_t kMaxXml = 64u << 20;
 
-private:
+  private:
     struct Destroy {
         void operator()(hwloc_topology_t t) const { hwloc_topology_destroy(t); }
     };

@@ -34,8 +34,8 @@ double median_ms(int runs, F &&f) {
 }
 
 const char *kXml = DB_TEST_XML_DIR;
-const char *kMachines[] = {"nvidiaDGX2.xml", "coral-lassen.xml", "cts1-pascal.xml", "power8gpudistances.xml",
-                           "eas-tioga.xml", "32em64t-2n8c2t-pci-normalio.xml"};
+const char *kMachines[] = {"nvidiaDGX2.xml",         "coral-lassen.xml", "cts1-pascal.xml",
+                           "power8gpudistances.xml", "eas-tioga.xml",    "32em64t-2n8c2t-pci-normalio.xml"};
 
 // The node-level call the plugin makes, on a cached XML, every GPU in the
 // step, one task per GPU (or per core when there are fewer cores).
@@ -67,8 +67,7 @@ double node_choice_ms(const std::string &xml, int runs) {
     return median_ms(runs, [&] {
         db_topo_node_result *r = nullptr;
         if (db_topo_node_choose(&rq, &r, err, sizeof err) != 0 || db_topo_node_closest(r)->fallback) {
-            std::fprintf(stderr, "b_topo: %s: %s\n", xml.c_str(),
-                         r ? db_topo_node_closest(r)->fallback : err);
+            std::fprintf(stderr, "b_topo: %s: %s\n", xml.c_str(), r ? db_topo_node_closest(r)->fallback : err);
             std::exit(1);
         }
         db_topo_node_result_free(r);
@@ -79,8 +78,8 @@ double node_choice_ms(const std::string &xml, int runs) {
 double per_task_us(int mode, bool with_choice, int rounds) {
     // Slurm names the step's GPUs in SLURM_STEP_GPUS whenever it allocated
     // some; without it the plan has no GPUs to choose among.
-    const char *step_env[] = {"SLURM_STEP_NODELIST=node[1-2]", "SLURM_STEP_TASKS_PER_NODE=8(x2)",
-                              "SLURM_STEP_GPUS=0,1,2,3,4,5,6,7", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+    const char *step_env[] = {"SLURM_STEP_NODELIST=node[1-2]",      "SLURM_STEP_TASKS_PER_NODE=8(x2)",
+                              "SLURM_STEP_GPUS=0,1,2,3,4,5,6,7",    "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
                               "GPU_DEVICE_ORDINAL=0,1,2,3,4,5,6,7", nullptr};
     db_config cfg;
     char err[DB_ERRLEN];
@@ -144,9 +143,10 @@ int main() {
         hwloc_topology_destroy(t);
     });
     unlink(path);
-    std::printf("  this machine    cached XML %7.2f ms | live, closest's filters %7.2f ms | live, hwloc defaults "
-                "with I/O %7.2f ms\n\n",
-                cached, live, live_all);
+    std::printf(
+        "  this machine    cached XML %7.2f ms | live, closest's filters %7.2f ms | live, hwloc defaults "
+        "with I/O %7.2f ms\n\n",
+        cached, live, live_all);
 
     std::printf("  %-34s %12s %22s\n", "real machine (tests/topology/xml)", "load XML", "load + whole choice");
     for (const char *m : kMachines) {

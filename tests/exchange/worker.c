@@ -100,7 +100,8 @@ static void roundtrip(void) {
     check(distbind_allgather(db, big, kBig, bigs), "large allgather");
     for (int r = 0; r < world; r++)
         for (int i = 0; i < kBig; i++)
-            if (bigs[(size_t)r * kBig + i] != (unsigned char)(r * 31 + i)) wrong("large allgather: rank %d byte %d", r, i);
+            if (bigs[(size_t)r * kBig + i] != (unsigned char)(r * 31 + i))
+                wrong("large allgather: rank %d byte %d", r, i);
     free(big);
     free(bigs);
 
@@ -146,8 +147,7 @@ int main(int argc, char **argv) {
     if (gate) {
         char c;
         int fd = atoi(gate);
-        while (read(fd, &c, 1) > 0 || errno == EINTR) {
-        }
+        while (read(fd, &c, 1) > 0 || errno == EINTR) {}
         close(fd);
     }
     double t0 = now_us();
@@ -216,7 +216,9 @@ int main(int argc, char **argv) {
         distbind_destroy(db);
         return 0;
     } else {
-        fprintf(stderr, "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench ITERS\n");
+        fprintf(stderr,
+                "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench "
+                "ITERS\n");
         return 2;
     }
     /* secret_env: whether DIST_BIND_SECRET is still in this process's environment. */

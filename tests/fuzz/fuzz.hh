@@ -13,14 +13,14 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond, ...)                                                          \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
+#define FUZZ_CHECK(cond, ...)                                                                    \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
             std::fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                         \
-            std::fprintf(stderr, "\n");                                                \
-            std::abort();                                                              \
-        }                                                                              \
+            std::fprintf(stderr, __VA_ARGS__);                                                   \
+            std::fprintf(stderr, "\n");                                                          \
+            std::abort();                                                                        \
+        }                                                                                        \
     } while (0)
 
 // Values off the front of the input; zeros once it runs out.

@@ -20,8 +20,9 @@ using namespace db::topo;
 
 namespace {
 
-const char *const kMachines[] = {"32em64t-2n8c2t-pci-normalio.xml", "coral-lassen.xml", "cts1-pascal.xml",
-                                 "eas-tioga.xml",  "nvidiaDGX2.xml",  "power8gpudistances.xml"};
+const char *const kMachines[] = {
+    "32em64t-2n8c2t-pci-normalio.xml", "coral-lassen.xml", "cts1-pascal.xml", "eas-tioga.xml", "nvidiaDGX2.xml",
+    "power8gpudistances.xml"};
 constexpr size_t kCount = sizeof kMachines / sizeof kMachines[0];
 
 // As C strings: up to the first NUL.
@@ -55,8 +56,7 @@ void choice(Take &in) {
             FUZZ_CHECK(x.gpus.size() == k, "a task got %zu GPUs, not %zu", x.gpus.size(), k);
             for (size_t g : x.gpus) FUZZ_CHECK(g < ids.size() && used.insert(g).second, "GPU position %zu", g);
         }
-    } catch (const db::Error &) {
-    }
+    } catch (const db::Error &) {}
 }
 
 void cache_path(Take &in) {
@@ -71,7 +71,8 @@ void cache_path(Take &in) {
     for (char c : tmpl) tslashes += c == '/';
     FUZZ_CHECK(slashes == tslashes, "a name added a '/': %s -> %s", tmpl.c_str(), out);
     if (tmpl.find("..") == std::string::npos)
-        for (std::string_view c : db::split(p, '/')) FUZZ_CHECK(c != "..", "a name made '..': %s -> %s", tmpl.c_str(), out);
+        for (std::string_view c : db::split(p, '/'))
+            FUZZ_CHECK(c != "..", "a name made '..': %s -> %s", tmpl.c_str(), out);
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ void hostlist(const std::string &s, uint32_t pick) {
     // Any host inside is a plain name.
     size_t i = pick % n;
     std::string h = db::hostlist_nth(s, i);
-    FUZZ_CHECK(!h.empty() && h.find_first_of("[],") == std::string::npos, "host %zu of %s is \"%s\"", i,
-               s.c_str(), h.c_str());
+    FUZZ_CHECK(!h.empty() && h.find_first_of("[],") == std::string::npos, "host %zu of %s is \"%s\"", i, s.c_str(),
+               h.c_str());
 }
 
 void tasks(const std::string &s, uint32_t cap) {
@@ -59,19 +59,18 @@ void gpus(const std::string &s) {
         for (size_t i = 0; i < v.size(); i++)
             for (size_t j = i + 1; j < v.size(); j++) FUZZ_CHECK(v[i] != v[j], "GPU %s twice", v[i].c_str());
         FUZZ_CHECK(db::join(v) == s, "not the list it came from");
-    } catch (const db::Error &) {
-    }
+    } catch (const db::Error &) {}
 }
 
 void numbers(const std::string &s) {
     uint64_t v;
-    if (db::parse_uint(s, UINT64_MAX, v)) FUZZ_CHECK(std::to_string(v) == s || s[0] == '0', "%s read as %llu",
-                                                   s.c_str(), static_cast<unsigned long long>(v));
+    if (db::parse_uint(s, UINT64_MAX, v))
+        FUZZ_CHECK(std::to_string(v) == s || s[0] == '0', "%s read as %llu", s.c_str(),
+                   static_cast<unsigned long long>(v));
     try {
         unsigned p = db::first_port(s, "SLURM_STEP_RESV_PORTS");
         FUZZ_CHECK(p >= 1 && p <= 65535, "port %u", p);
-    } catch (const db::Error &) {
-    }
+    } catch (const db::Error &) {}
     std::string q = db::quoted("X", s);
     FUZZ_CHECK(q.size() <= s.size() + 8 && q.size() <= 120 + 8 + 3, "quoted too long");
 }

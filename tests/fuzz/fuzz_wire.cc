@@ -55,8 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     case 3: {
         Register r;
-        if (decode(body, r)) FUZZ_CHECK(r.listener.port != 0 && r.host.size() <= kMaxHost + 6 && printable_ascii(r.host),
-                                        "registration");
+        if (decode(body, r))
+            FUZZ_CHECK(r.listener.port != 0 && r.host.size() <= kMaxHost + 6 && printable_ascii(r.host),
+                       "registration");
         break;
     }
     case 4: {

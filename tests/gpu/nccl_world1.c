@@ -39,8 +39,9 @@ static int skip_or_fail(const char *why) {
 /* The process's environment (CUDA_VISIBLE_DEVICES, ...) with a place of
  * our own: rank 0 of 1. */
 static void make_env(void) {
-    static const char *mine[] = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1", "NODE_RANK=0",
-                                 "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "DIST_BIND_BOOTSTRAP=tcp", NULL};
+    static const char *mine[] = {"RANK=0",      "WORLD_SIZE=1",          "LOCAL_RANK=0",  "LOCAL_WORLD_SIZE=1",
+                                 "NODE_RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "DIST_BIND_BOOTSTRAP=tcp",
+                                 NULL};
     size_t n = 0, k = 0;
     while (environ[n]) n++;
     env = calloc(n + 9, sizeof *env);

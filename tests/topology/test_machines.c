@@ -50,11 +50,13 @@ static const struct row rows[] = {
      * socket 0's tasks take its first GPUs in bus order, same for socket 1. */
     {"DGX-2 4 tasks cyclic", DGX2, "0-3", 4, 1, NULL, NULL, NULL, 1, NULL,
      "task 0 cpus 0 gpus 0 numa 0|task 1 cpus 24 gpus 8 numa 1|task 2 cpus 1 gpus 1 numa 0|"
-     "task 3 cpus 25 gpus 9 numa 1", NULL},
+     "task 3 cpus 25 gpus 9 numa 1",
+     NULL},
     /* block: t0,t1 on socket 0, t2,t3 on socket 1. */
     {"DGX-2 4 tasks block", DGX2, "0-3", 4, 1, "block:block", NULL, NULL, 1, NULL,
      "task 0 cpus 0 gpus 0 numa 0|task 1 cpus 1 gpus 1 numa 0|task 2 cpus 24 gpus 8 numa 1|"
-     "task 3 cpus 25 gpus 9 numa 1", NULL},
+     "task 3 cpus 25 gpus 9 numa 1",
+     NULL},
     /* 2 cores per task: t0 both cores of S0, t1 both of S1; the second GPU
      * is the one sharing the first one's switch. */
     {"DGX-2 2 tasks x 2 GPUs", DGX2, "0-3", 2, 2, NULL, NULL, NULL, 2, NULL,
@@ -62,7 +64,8 @@ static const struct row rows[] = {
     /* Four tasks on socket 0's CPUs, 2 GPUs each: switch pairs in bus order. */
     {"DGX-2 4 tasks x 2 GPUs on socket 0", DGX2, NULL, 0, 0, NULL, "0;0;1;1", NULL, 2, NULL,
      "task 0 cpus 0 gpus 0,1 numa 0|task 1 cpus 0 gpus 2,3 numa 0|task 2 cpus 1 gpus 4,5 numa 0|"
-     "task 3 cpus 1 gpus 6,7 numa 0", NULL},
+     "task 3 cpus 1 gpus 6,7 numa 0",
+     NULL},
     /* One task on socket 1, all 16 GPUs in the step: socket 1's first. */
     {"DGX-2 1 task of 16 GPUs", DGX2, "2", 1, 1, NULL, NULL, NULL, 1, NULL, "task 0 cpus 24 gpus 8 numa 1", NULL},
     /* By bus id: the driver says minor 0 = b7 (S1), 1 = 34 (S0), 2 = bc
@@ -71,7 +74,8 @@ static const struct row rows[] = {
     {"DGX-2 matched by device minor", DGX2, "0-3", 4, 1, NULL, NULL, "0,1,2,3", 1,
      "0000:b7:00.0=0,0000:34:00.0=1,0000:bc:00.0=2,0000:36:00.0=3",
      "task 0 cpus 0 gpus 1 numa 0|task 1 cpus 24 gpus 0 numa 1|task 2 cpus 1 gpus 3 numa 0|"
-     "task 3 cpus 25 gpus 2 numa 1", NULL},
+     "task 3 cpus 25 gpus 2 numa 1",
+     NULL},
 
     /* Lassen (POWER9, SMT4): cores 0-19 = PUs 8-87 on socket 0 (NUMA 0),
      * cores 20-39 = PUs 96-175 on socket 1 (NUMA 8).  GPUs 0,1 = 0004:04,
@@ -91,8 +95,7 @@ static const struct row rows[] = {
      NULL},
     /* One task per socket, 2 GPUs each. */
     {"Lassen 2 tasks x 2 GPUs", LASSEN, "0-39", 2, 80, NULL, NULL, NULL, 2, NULL,
-     "task 0 cpus 8-87 gpus 0,1 numa 0 nics mlx5_0,mlx5_1|task 1 cpus 96-175 gpus 2,3 numa 8 nics mlx5_2,mlx5_3",
-     NULL},
+     "task 0 cpus 8-87 gpus 0,1 numa 0 nics mlx5_0,mlx5_1|task 1 cpus 96-175 gpus 2,3 numa 8 nics mlx5_2,mlx5_3", NULL},
     /* One task on socket 1's first two cores, 4 GPUs in the step. */
     {"Lassen 1 task on socket 1", LASSEN, "20-21", 1, 8, NULL, NULL, NULL, 1, NULL,
      "task 0 cpus 96-103 gpus 2 numa 8 nics mlx5_2,mlx5_3", NULL},
@@ -116,7 +119,8 @@ static const struct row rows[] = {
     /* 2 cores per task, cyclic: t0 cores 0,1; t1 4,5; t2 2,3; t3 6,7. */
     {"POWER8 4 tasks cyclic", POWER8, "0-7", 4, 4, NULL, NULL, NULL, 1, NULL,
      "task 0 cpus 0-1,8-9 gpus 0 numa 0|task 1 cpus 80-81,88-89 gpus 2 numa 1|task 2 cpus 16-17,24-25 gpus 1 numa 0|"
-     "task 3 cpus 96-97,104-105 gpus 3 numa 1", NULL},
+     "task 3 cpus 96-97,104-105 gpus 3 numa 1",
+     NULL},
     /* fcyclic spreads each task over both sockets (cores 0,4 and 1,5): every
      * GPU is as near as any other, so local rank and bus order decide. */
     {"POWER8 2 tasks fcyclic", POWER8, "0-7", 2, 4, "block:fcyclic", NULL, NULL, 1, NULL,
@@ -172,7 +176,6 @@ static const struct row rows[] = {
     {"Intel core outside the machine", INTEL, "14-16", 1, 1, NULL, NULL, NULL, 1, NULL, NULL,
      "step core 16 is outside the machine (16 cores)"},
 };
-
 
 static void remove_tree(const char *dir) {
     char cmd[600];

@@ -17,13 +17,20 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
                                  size_t len) {
     std::vector<dbcheck::Row> rows;
     for (int i = 0; i < n; i++) {
-        if (visible[i]) setenv("CUDA_VISIBLE_DEVICES", visible[i], 1);
-        else unsetenv("CUDA_VISIBLE_DEVICES");
-        if (own[i]) setenv("DIST_BIND_GPUS", own[i], 1);
-        else unsetenv("DIST_BIND_GPUS");
-        std::vector<std::string> env = {"RANK=" + std::to_string(i), "WORLD_SIZE=" + std::to_string(n),
-                                        "LOCAL_RANK=" + std::to_string(i), "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                                        "NODE_RANK=0", "DIST_BIND_DEVICE=" + std::to_string(device[i])};
+        if (visible[i])
+            setenv("CUDA_VISIBLE_DEVICES", visible[i], 1);
+        else
+            unsetenv("CUDA_VISIBLE_DEVICES");
+        if (own[i])
+            setenv("DIST_BIND_GPUS", own[i], 1);
+        else
+            unsetenv("DIST_BIND_GPUS");
+        std::vector<std::string> env = {"RANK=" + std::to_string(i),
+                                        "WORLD_SIZE=" + std::to_string(n),
+                                        "LOCAL_RANK=" + std::to_string(i),
+                                        "LOCAL_WORLD_SIZE=" + std::to_string(n),
+                                        "NODE_RANK=0",
+                                        "DIST_BIND_DEVICE=" + std::to_string(device[i])};
         std::vector<const char *> envp;
         for (const std::string &e : env) envp.push_back(e.c_str());
         envp.push_back(nullptr);

@@ -22,8 +22,9 @@ static inline char *fake_nvidia(const char *spec) {
         snprintf(path, sizeof path, "%s/%s/information", dir, tok);
         f = fopen(path, "w");
         ck_assert(f != NULL);
-        fprintf(f, "Model: \t\t Tesla V100-SXM3-32GB\nIRQ:   \t\t 42\nGPU UUID: \t GPU-%s\nBus Location: \t %s\n"
-                   "Device Minor: \t %s\n",
+        fprintf(f,
+                "Model: \t\t Tesla V100-SXM3-32GB\nIRQ:   \t\t 42\nGPU UUID: \t GPU-%s\nBus Location: \t %s\n"
+                "Device Minor: \t %s\n",
                 eq + 1, tok, eq + 1);
         fclose(f);
     }

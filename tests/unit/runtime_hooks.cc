@@ -67,8 +67,9 @@ Identity rank0(int world) {
 
 // A failing peer's broadcast details, one field left unterminated if asked.
 void peer_detail(int r, void *buf, const char *const *hosts, const char *unterminated) {
-    gpu::Detail d = gpu::make_detail(hosts ? hosts[r] : "host" + std::to_string(r), "0000:0" + std::to_string(r) + ":00.0",
-                                     "GPU-uuid-of-rank-" + std::to_string(r), "failure of rank " + std::to_string(r));
+    gpu::Detail d =
+        gpu::make_detail(hosts ? hosts[r] : "host" + std::to_string(r), "0000:0" + std::to_string(r) + ":00.0",
+                         "GPU-uuid-of-rank-" + std::to_string(r), "failure of rank " + std::to_string(r));
     std::string f = unterminated ? unterminated : "";
     if (f == "host") std::memset(d.host, 'h', sizeof d.host);
     if (f == "bus") std::memset(d.bus, 'b', sizeof d.bus);
@@ -123,7 +124,8 @@ int db_rt_test_b64_roundtrip(const unsigned char *p, size_t n) {
     for (char c : e)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return 0;
     std::vector<uint8_t> back;
-    return b64_decode_bytes(e.data(), e.size(), back) && back.size() == n && (n == 0 || !std::memcmp(back.data(), p, n));
+    return b64_decode_bytes(e.data(), e.size(), back) && back.size() == n &&
+           (n == 0 || !std::memcmp(back.data(), p, n));
 }
 
 int db_rt_test_bounded_throw(int *status, char *msg, size_t len) {

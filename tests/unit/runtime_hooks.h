@@ -53,8 +53,8 @@ int db_rt_test_peer_nccl(int n, const int *statuses, const char *unterminated, c
  * well: set_device's check of every rank's probe, and NCCL bring-up's
  * exchange (statuses and ids) with `per_root` ranks per root, in a world
  * of `world` played by a scripted exchange.  0 when built without CUDA. */
-int db_rt_test_bringup_traffic(int world, int per_root, long *probe_bytes, int *probe_collectives,
-                               long *nccl_bytes, int *nccl_collectives);
+int db_rt_test_bringup_traffic(int world, int per_root, long *probe_bytes, int *probe_collectives, long *nccl_bytes,
+                               int *nccl_collectives);
 
 /* A child's Up message (body bytes) in a gather that needs `expected`
  * bytes from its subtree: 1 when taken, 0 when refused, with why in out. */

@@ -34,17 +34,39 @@ static const struct rows_case cases[] = {
     /* 8 UUIDs (327 characters): the last is found, and it is the task's own. */
     {1, {UUIDS8}, {U("7")}, {7}, U("7"), "ok", NULL, {0}, {0}},
     /* Device past the end: the count is the list's, not a cut list's. */
-    {1, {UUIDS8}, {NULL}, {8}, "", "NO-SUCH-DEVICE",
-     "device 8 does not exist: CUDA_VISIBLE_DEVICES=GPU-01111111&...&has 8 GPUs", {0}, {0}},
+    {1,
+     {UUIDS8},
+     {NULL},
+     {8},
+     "",
+     "NO-SUCH-DEVICE",
+     "device 8 does not exist: CUDA_VISIBLE_DEVICES=GPU-01111111&...&has 8 GPUs",
+     {0},
+     {0}},
     /* Not the GPU Slurm gave: named in full. */
-    {1, {UUIDS8}, {U("4")}, {5}, U("5"), "NOT-OWN", "device 5 is GPU " U("5") " but the GPU Slurm gave it is " U("4"), {0}, {0}},
+    {1,
+     {UUIDS8},
+     {U("4")},
+     {5},
+     U("5"),
+     "NOT-OWN",
+     "device 5 is GPU " U("5") " but the GPU Slurm gave it is " U("4"),
+     {0},
+     {0}},
     /* Two GPUs per task: the first of DIST_BIND_GPUS is the one. */
     {1, {UUIDS8}, {U("6") "," U("7")}, {6}, U("6"), "ok", NULL, {0}, {0}},
     /* MIG instances (7 x 48 characters). */
     {1, {MIGS7}, {M("6")}, {5}, M("6"), "ok", NULL, {0}, {0}},
     /* Two ranks, one GPU: found by the full name at the end of the list. */
-    {2, {UUIDS8, UUIDS8}, {NULL, NULL}, {7, 7}, U("7") ";" U("7"), "DUPLICATE;DUPLICATE",
-     "ranks 0 and 1 would both use GPU " U("7"), {0}, {0}},
+    {2,
+     {UUIDS8, UUIDS8},
+     {NULL, NULL},
+     {7, 7},
+     U("7") ";" U("7"),
+     "DUPLICATE;DUPLICATE",
+     "ranks 0 and 1 would both use GPU " U("7"),
+     {0},
+     {0}},
     {2, {UUIDS8, UUIDS8}, {U("6"), U("7")}, {6, 7}, U("6") ";" U("7"), "ok;ok", NULL, {0}, {0}},
     /* Short lists and no list at all. */
     {2, {"0,1,2,3", "0,1,2,3"}, {"2", "3"}, {2, 3}, "2;3", "ok;ok", NULL, {0}, {0}},
@@ -52,36 +74,81 @@ static const struct rows_case cases[] = {
     /* Listed GPUs the task cannot open (issue 8, item 6): CUDA, which
      * stops at the first entry naming no GPU it can open, saw fewer than
      * the list names.  Under per-task device cgroups "1,0,2" shows none. */
-    {1, {"1,0,2"}, {NULL}, {0}, "1", "CANNOT-OPEN", "rank 0 (&CUDA_VISIBLE_DEVICES=1,0,2 lists 3 GPUs but CUDA sees 0: "
-     "1,0,2 name no GPU this task can open", {1}, {0}},
+    {1,
+     {"1,0,2"},
+     {NULL},
+     {0},
+     "1",
+     "CANNOT-OPEN",
+     "rank 0 (&CUDA_VISIBLE_DEVICES=1,0,2 lists 3 GPUs but CUDA sees 0: "
+     "1,0,2 name no GPU this task can open",
+     {1},
+     {0}},
     {1, {"0,1,2,3"}, {"0"}, {0}, "0", "CANNOT-OPEN", "lists 4 GPUs but CUDA sees 2: 2,3 name no GPU", {3}, {0}},
     {2, {"0,1", "1,0"}, {"0", "1"}, {0, 0}, "0;1", "ok;ok", NULL, {3, 3}, {0}},
     /* Where CUDA named the GPUs, the UUID decides: one Slurm name on two
      * ranks (each task's own GPU 0 under a device cgroup) is no duplicate,
      * two names of one UUID are (one GPU under two host names, say). */
     {2, {"0", "0"}, {"0", "0"}, {0, 0}, "0;0", "ok;ok", NULL, {2, 2}, {4, 4}},
-    {2, {"0", "1"}, {"0", "1"}, {0, 0}, "0;1", "DUPLICATE;DUPLICATE", "ranks 0 and 1 would both use GPU GPU-00000000",
-     {2, 3}, {5, 5}},
-    {2, {"0", "0"}, {"0", "0"}, {0, 0}, "0;0", "DUPLICATE;DUPLICATE", "ranks 0 and 1 would both use GPU 0 on", {2, 2},
+    {2,
+     {"0", "1"},
+     {"0", "1"},
+     {0, 0},
+     "0;1",
+     "DUPLICATE;DUPLICATE",
+     "ranks 0 and 1 would both use GPU GPU-00000000",
+     {2, 3},
+     {5, 5}},
+    {2,
+     {"0", "0"},
+     {"0", "0"},
+     {0, 0},
+     "0;0",
+     "DUPLICATE;DUPLICATE",
+     "ranks 0 and 1 would both use GPU 0 on",
+     {2, 2},
      {0, 0}},
     /* A row another rank sent is checked before anything reads it. */
-    {1, {"0,1"}, {"0"}, {0}, "0", "MALFORMED", "rank 0 sent a malformed report: host has no end within 64 bytes",
-     {0}, {1}},
-    {2, {"0,1", "0,1"}, {"0", "1"}, {0, 1}, "0;1", "ok;MALFORMED,CUDA", "rank 1 sent a malformed report: GPU status 99 is "
-     "not in 0..11", {0, 0}, {0, 2}},
-    {2, {"0,1", "1,0"}, {"0", "1"}, {0, 0}, "0;1", "MALFORMED;ok", "rank 0 sent a malformed report: rank 7 is not in 0..0",
-     {0, 0}, {3, 0}},
+    {1,
+     {"0,1"},
+     {"0"},
+     {0},
+     "0",
+     "MALFORMED",
+     "rank 0 sent a malformed report: host has no end within 64 bytes",
+     {0},
+     {1}},
+    {2,
+     {"0,1", "0,1"},
+     {"0", "1"},
+     {0, 1},
+     "0;1",
+     "ok;MALFORMED,CUDA",
+     "rank 1 sent a malformed report: GPU status 99 is "
+     "not in 0..11",
+     {0, 0},
+     {0, 2}},
+    {2,
+     {"0,1", "1,0"},
+     {"0", "1"},
+     {0, 0},
+     "0;1",
+     "MALFORMED;ok",
+     "rank 0 sent a malformed report: rank 7 is not in 0..0",
+     {0, 0},
+     {3, 0}},
 };
 
 START_TEST(rows_case) {
     const struct rows_case *c = &cases[_i];
     char gpus[2048] = "", flags[2048] = "", problems[2048] = "";
     int count[2] = {c->gpu_count[0] - 1, c->gpu_count[1] - 1};
-    ck_assert_msg(dbcheck_test_rows(c->n, c->visible, c->own, c->device, count, c->corrupt, gpus, flags, problems,
-                                    sizeof gpus),
-                  "case %d: no handle", _i);
+    ck_assert_msg(
+        dbcheck_test_rows(c->n, c->visible, c->own, c->device, count, c->corrupt, gpus, flags, problems, sizeof gpus),
+        "case %d: no handle", _i);
     ck_assert_msg(strcmp(gpus, c->gpus) == 0, "case %d: gpu \"%s\", want \"%s\"", _i, gpus, c->gpus);
-    ck_assert_msg(strcmp(flags, c->flags) == 0, "case %d: flags \"%s\", want \"%s\" (%s)", _i, flags, c->flags, problems);
+    ck_assert_msg(strcmp(flags, c->flags) == 0, "case %d: flags \"%s\", want \"%s\" (%s)", _i, flags, c->flags,
+                  problems);
     if (c->problems)
         assert_contains_all("problems", problems, c->problems);
     else

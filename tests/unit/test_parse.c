@@ -75,8 +75,8 @@ struct conf_row {
 static const struct conf_row conf_rows[] = {
     {"", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
     {"default=rank", DB_MODE_RANK, 20000, 29999, DB_ADDR_NAME, "", NULL},
-    {"default=isolate,verbose ports=30000-30099 master_addr=suffix:-ib", DB_MODE_ISOLATE, 30000, 30099,
-     DB_ADDR_SUFFIX, "-ib", NULL},
+    {"default=isolate,verbose ports=30000-30099 master_addr=suffix:-ib", DB_MODE_ISOLATE, 30000, 30099, DB_ADDR_SUFFIX,
+     "-ib", NULL},
     {"master_addr=addr", DB_MODE_OFF, 20000, 29999, DB_ADDR_NODEADDR, "", NULL},
     {"master_addr=name default=off", DB_MODE_OFF, 20000, 29999, DB_ADDR_NAME, "", NULL},
     {"ports=1-1", DB_MODE_OFF, 1, 1, DB_ADDR_NAME, "", NULL},
@@ -249,8 +249,7 @@ END_TEST
 START_TEST(srun_lookup_needed) {
     db_config c;
     db_request on = {DB_MODE_RANK, 0, 0, 0}, off = {DB_MODE_OFF, 0, 0, 0};
-    char err[DB_ERRLEN], **arb = make_env("SLURM_DISTRIBUTION=arbitrary"),
-                         **blk = make_env("SLURM_DISTRIBUTION=block"),
+    char err[DB_ERRLEN], **arb = make_env("SLURM_DISTRIBUTION=arbitrary"), **blk = make_env("SLURM_DISTRIBUTION=block"),
                          **user = make_env("SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=h");
     ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
     ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)arb));

@@ -11,15 +11,15 @@
 
 struct row {
     const char *name;
-    const char *opt;      /* --dist-bind value; NULL: option not given */
-    const char *conf;     /* plugstack.conf arguments */
+    const char *opt;  /* --dist-bind value; NULL: option not given */
+    const char *conf; /* plugstack.conf arguments */
     uint32_t job, step, nnodes, node_id, ntasks, local_ntasks;
     const char *step_env; /* "K=V|K=V" */
     uint32_t rank, local;
     const char *task_env;
-    const char *want;     /* "K=V|..."; "-K": not set; "~K": unset; "!": nothing at all */
-    const char *err;      /* expected error: '&'-separated substrings */
-    const char *verbose;  /* substring of the verbose line */
+    const char *want;    /* "K=V|..."; "-K": not set; "~K": unset; "!": nothing at all */
+    const char *err;     /* expected error: '&'-separated substrings */
+    const char *verbose; /* substring of the verbose line */
 };
 
 #define STEP2(tpn) "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=" tpn
@@ -27,23 +27,25 @@ struct row {
 #define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define SEED_N1 STEP2("3,2") GPUS("0,1,2")
 #define SEED_N2 STEP2("3,2") GPUS("0,1")
-#define RANKVARS(r, ws, l, lws, n, nn) \
+#define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
     "RANK=" r "|WORLD_SIZE=" ws "|LOCAL_RANK=" l "|LOCAL_WORLD_SIZE=" lws "|NODE_RANK=" n "|GROUP_RANK=" n \
     "|GROUP_WORLD_SIZE=" nn
 
 static const struct row rows[] = {
     /* --- the seed layout: -N2 -n5 --gpus-per-task=1 (3+2) ------------------------ */
     {"seed rank0", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("0"),
-     RANKVARS("0", "5", "0", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|"
-     "DIST_BIND_GPUS=0|GPU_DEVICE_ORDINAL=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|CUDA_DEVICE_ORDER=PCI_BUS_ID|"
-     "DIST_BIND_MODE=rank|DIST_BIND_STEP=7.0", NULL, NULL},
+     RANKVARS("0", "5", "0", "3", "0",
+              "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|"
+                   "DIST_BIND_GPUS=0|GPU_DEVICE_ORDINAL=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|CUDA_DEVICE_ORDER=PCI_BUS_ID|"
+                   "DIST_BIND_MODE=rank|DIST_BIND_STEP=7.0",
+     NULL, NULL},
     {"seed rank2", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("2"),
      RANKVARS("2", "5", "2", "3", "0", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|"
-     "DIST_BIND_GPUS=2",
+                                            "DIST_BIND_GPUS=2",
      NULL, NULL},
     {"seed rank4 on node2", "", "", 7, 0, 2, 1, 5, 2, SEED_N2, 4, 1, TASK("1"),
      RANKVARS("4", "5", "1", "2", "1", "2") "|MASTER_ADDR=node1|CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|"
-     "DIST_BIND_GPUS=1",
+                                            "DIST_BIND_GPUS=1",
      NULL, NULL},
     {"seed verbose", "verbose", "", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"), "RANK=3", NULL,
      "dist-bind: rank=3/5 host=node2 local_rank=0/2 gpus=0 visible=0,1 device=0 mode=rank master=node1:"},
@@ -68,16 +70,16 @@ static const struct row rows[] = {
      NULL, NULL},
     {"--dist-bind beats admin default", "", "default=isolate", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_MODE=rank", NULL, NULL},
-    {"admin default with verbose", NULL, "default=rank,verbose", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
-     "RANK=1", NULL, "dist-bind: rank=1/5"},
+    {"admin default with verbose", NULL, "default=rank,verbose", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"), "RANK=1",
+     NULL, "dist-bind: rank=1/5"},
 
     /* --- --gpus-per-node=4, no binding: local task i owns GPU i ---------------------- */
     {"gpus-per-node unbound", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("0,1,2,3"),
      "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
     {"gpus-per-node unbound isolate", "isolate", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2,
      TASK("0,1,2,3"), "CUDA_VISIBLE_DEVICES=2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2", NULL, NULL},
-    {"gpus-per-node unbound env", "env", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2,
-     TASK("0,1,2,3"), "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
+    {"gpus-per-node unbound env", "env", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 2, 2, TASK("0,1,2,3"),
+     "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
 
     /* --- --gpu-bind=map_gpu:1,0,3 with 4 GPUs per node ------------------------------ */
     {"map_gpu task0", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") GPUS("0,1,2,3"), 0, 0, TASK("1"),
@@ -97,16 +99,16 @@ static const struct row rows[] = {
      NULL},
     {"cyclic rank4", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_DISTRIBUTION=cyclic", 4, 2, TASK("2"),
      RANKVARS("4", "5", "2", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_DEVICE=2", NULL, NULL},
-    {"plane", "", "", 7, 0, 2, 1, 5, 2, SEED_N2 "|SLURM_DISTRIBUTION=plane", 4, 1, TASK("1"), "MASTER_ADDR=node1",
-     NULL, NULL},
+    {"plane", "", "", 7, 0, 2, 1, 5, 2, SEED_N2 "|SLURM_DISTRIBUTION=plane", 4, 1, TASK("1"), "MASTER_ADDR=node1", NULL,
+     NULL},
 
     /* --- arbitrary: rank 0 on node2; srun passes its address --------------------------- */
     {"arbitrary with srun's hint", "", "", 7, 0, 2, 0, 5, 2,
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2" GPUS("0,1,2,3"), 1, 0,
      TASK("0,1,2,3") "|" DB_RANK0_HINT "=node2",
      RANKVARS("1", "5", "0", "2", "0", "2") "|MASTER_ADDR=node2|~" DB_RANK0_HINT, NULL, NULL},
-    {"arbitrary without hint", "", "", 7, 0, 2, 0, 5, 2, STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary", 1, 0, "",
-     NULL, "MASTER_ADDR&arbitrary&" DB_RANK0_HINT, NULL},
+    {"arbitrary without hint", "", "", 7, 0, 2, 0, 5, 2, STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary", 1, 0, "", NULL,
+     "MASTER_ADDR&arbitrary&" DB_RANK0_HINT, NULL},
     {"arbitrary, user's MASTER_ADDR needs no hint", "", "", 7, 0, 2, 0, 5, 2,
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=10.1.2.3", 1, 0, "MASTER_ADDR=10.1.2.3",
      "MASTER_ADDR=10.1.2.3", NULL, NULL},
@@ -116,17 +118,17 @@ static const struct row rows[] = {
      "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
     {"k=2 isolate", "isolate", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1, 1, TASK("2,3"),
      "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
-    {"k=2 permuted binding", "", "", 7, 0, 1, 0, 2, 2, "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2,3"),
-     0, 0, TASK("3,1"), "CUDA_VISIBLE_DEVICES=3,1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3,1", NULL, NULL},
-    {"node's only task owns all its GPUs", "isolate", "", 7, 0, 2, 1, 3, 1, STEP2("2,1") GPUS("0,1"), 2, 0,
-     TASK("0,1"), "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+    {"k=2 permuted binding", "", "", 7, 0, 1, 0, 2, 2,
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2,3"), 0, 0, TASK("3,1"),
+     "CUDA_VISIBLE_DEVICES=3,1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3,1", NULL, NULL},
+    {"node's only task owns all its GPUs", "isolate", "", 7, 0, 2, 1, 3, 1, STEP2("2,1") GPUS("0,1"), 2, 0, TASK("0,1"),
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
 
     /* --- 8 GPUs per node, 8 tasks ---------------------------------------------------------- */
     {"8 per node rank7", "", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 15, 7, TASK("7"),
-     RANKVARS("15", "16", "7", "8", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7|DIST_BIND_DEVICE=7", NULL,
-     NULL},
-    {"8 per node isolate", "isolate", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 13, 5,
-     TASK("5"), "CUDA_VISIBLE_DEVICES=5|DIST_BIND_DEVICE=0", NULL, NULL},
+     RANKVARS("15", "16", "7", "8", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7|DIST_BIND_DEVICE=7", NULL, NULL},
+    {"8 per node isolate", "isolate", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 13, 5, TASK("5"),
+     "CUDA_VISIBLE_DEVICES=5|DIST_BIND_DEVICE=0", NULL, NULL},
 
     /* --- tasks-per-node strings --------------------------------------------------------------- */
     {"tpn 2(x3),1 last node", "", "", 7, 0, 4, 3, 7, 1,
@@ -144,24 +146,25 @@ static const struct row rows[] = {
      "CUDA_VISIBLE_DEVICES=6|DIST_BIND_GPUS=6", NULL, NULL},
     {"cgroup-local numbering", "", "", 7, 0, 1, 0, 2, 2,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=2,3|CUDA_VISIBLE_DEVICES=0,1", 1, 1,
-     "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=3|-SLURM_STEP_GPUS",
-     NULL, NULL},
+     "SLURM_STEP_GPUS=3|CUDA_VISIBLE_DEVICES=1",
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=3|-SLURM_STEP_GPUS", NULL, NULL},
     {"GPU UUIDs", "", "", 7, 0, 1, 0, 2, 2,
-     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1, 1,
-     "CUDA_VISIBLE_DEVICES=GPU-bb22", "CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=GPU-bb22",
-     NULL, NULL},
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22", 1,
+     1, "CUDA_VISIBLE_DEVICES=GPU-bb22",
+     "CUDA_VISIBLE_DEVICES=GPU-aa11,GPU-bb22|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=GPU-bb22", NULL, NULL},
     {"AMD: ROCR only", "", "", 7, 0, 1, 0, 2, 2,
-     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=1",
-     "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|-CUDA_VISIBLE_DEVICES", NULL, NULL},
+     "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0,
+     "ROCR_VISIBLE_DEVICES=1", "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1|-CUDA_VISIBLE_DEVICES",
+     NULL, NULL},
 
-    /* --- device cgroups (task/cgroup, ConstrainDevices=yes): Slurm numbers the lists
-     *     inside the cgroup; a task bound per task can open only its own GPU ------------ */
+/* --- device cgroups (task/cgroup, ConstrainDevices=yes): Slurm numbers the lists
+ *     inside the cgroup; a task bound per task can open only its own GPU ------------ */
 #define CG_N1 STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup"
-#define CG_TASK(l, names) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l \
-                          "|SLURM_STEP_GPUS=" names "|" DB_DEVICES_HINT "=cgroup"
-    {"cgroup, bound per task: rank cannot keep its promise", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 1, 1,
-     CG_TASK("0", "0"), NULL, "node node1&confines each task of step 7.0&--gpu-bind=none&allow-task-sharing&isolate",
-     NULL},
+#define CG_TASK(l, names)                                                                                   \
+    "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l "|SLURM_STEP_GPUS=" names \
+    "|" DB_DEVICES_HINT "=cgroup"
+    {"cgroup, bound per task: rank cannot keep its promise", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 1, 1, CG_TASK("0", "0"),
+     NULL, "node node1&confines each task of step 7.0&--gpu-bind=none&allow-task-sharing&isolate", NULL},
     {"cgroup, bound per task: closest neither", "closest", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2, CG_TASK("0", "0"), NULL,
      "--dist-bind=closest&--gpu-bind=none", NULL},
     {"cgroup, bound per task: rank,share neither", "share", "", 7, 0, 2, 0, 5, 3, CG_N1, 0, 0, CG_TASK("0", "0"), NULL,
@@ -183,10 +186,11 @@ static const struct row rows[] = {
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2", NULL, NULL},
     {"cgroup, not bound (--gpus-per-node): every step GPU openable", "", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2,
      CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2", NULL, NULL},
-    {"cgroup, not bound, task 0", "", "", 7, 0, 2, 1, 5, 2, STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup", 3, 0,
-     CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
-    {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1, STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup",
-     4, 0, CG_TASK("0,1", "0,1"), "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+    {"cgroup, not bound, task 0", "", "", 7, 0, 2, 1, 5, 2, STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup", 3,
+     0, CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
+    {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1,
+     STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup", 4, 0, CG_TASK("0,1", "0,1"),
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
     {"cgroup seen in the lists, no hint", "", "", 7, 0, 1, 0, 2, 2,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2|SLURM_STEP_GPUS=1,3|CUDA_VISIBLE_DEVICES=0,1", 1, 1,
      "CUDA_VISIBLE_DEVICES=0|SLURM_STEP_GPUS=1", NULL, "confines each task", NULL},
@@ -196,8 +200,8 @@ static const struct row rows[] = {
     {"no hint, nothing seen: assumed open", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1", NULL, NULL},
     {"hint none", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=none", 1, 1,
-     TASK("1") "|" DB_DEVICES_HINT "=none",
-     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|~" DB_DEVICES_HINT, NULL, NULL},
+     TASK("1") "|" DB_DEVICES_HINT "=none", "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|~" DB_DEVICES_HINT, NULL,
+     NULL},
     {"hint garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=cgroups", 1, 1, TASK("1"), NULL,
      DB_DEVICES_HINT "=\"cgroups\"&expected \"none\" or \"cgroup\"", NULL},
     {"hint: task-sharing without cgroup", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_DEVICES_HINT "=none,task-sharing", 1,
@@ -208,8 +212,8 @@ static const struct row rows[] = {
      SEED_N1 "|" DB_DEVICES_HINT "=none,gpus-per-task=99999999999999999999", 1, 1, TASK("1"), NULL,
      "gpus-per-task=99999999999999999999", NULL},
 
-    /* --- --gpu-bind=none: Slurm sets no list for the task; every step GPU is openable
-     *     (inside the step's cgroup, numbered from 0; without cgroups, node-wide) ---------- */
+/* --- --gpu-bind=none: Slurm sets no list for the task; every step GPU is openable
+ *     (inside the step's cgroup, numbered from 0; without cgroups, node-wide) ---------- */
 #define NOBIND_N1 STEP2("3,2") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=0,1,2|" DB_DEVICES_HINT "=cgroup"
     {"gpu-bind=none, cgroup: rank", "verbose", "", 7, 0, 2, 0, 5, 3, NOBIND_N1, 1, 1, "SLURMD_TRES_BIND=gpu:none",
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=2|CUDA_DEVICE_ORDER=PCI_BUS_ID", NULL,
@@ -227,19 +231,21 @@ static const struct row rows[] = {
      STEP2("3,2") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=1,2,3", 2, 2, "",
      "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=3|DIST_BIND_GPUS=3", NULL, NULL},
     {"gpu-bind=none, 2 GPUs per task asked", "", "", 7, 0, 2, 0, 3, 2,
-     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
-     "", "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1,
+     1, "", "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
     {"gpu-bind=none, 2 per task isolate", "isolate", "", 7, 0, 2, 0, 3, 2,
-     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
-     "", "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1,
+     1, "", "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
     {"gpu-bind=none, asked more per task than fit: one each", "", "", 7, 0, 2, 0, 3, 2,
      STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
      "", "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
     {"gpu-bind=none, more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, "", NULL, "node1&3 tasks&2 GPUs", NULL},
 
-    /* --- MIG: a CUDA process uses only the first MIG instance it is shown ------------------ */
-#define MIGS "MIG-1111aaaa-0000-0000-0000-000000000001,MIG-1111aaaa-0000-0000-0000-000000000002,MIG-2222bbbb-0000-0000-0000-000000000003"
+/* --- MIG: a CUDA process uses only the first MIG instance it is shown ------------------ */
+#define MIGS                                                                                                         \
+    "MIG-1111aaaa-0000-0000-0000-000000000001,MIG-1111aaaa-0000-0000-0000-000000000002,MIG-2222bbbb-0000-0000-0000-" \
+    "000000000003"
     {"MIG, bound: own instance alone", "verbose", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=" MIGS, 1, 1,
      "CUDA_VISIBLE_DEVICES=MIG-1111aaaa-0000-0000-0000-000000000002",
@@ -248,8 +254,8 @@ static const struct row rows[] = {
      NULL, "MIG: a CUDA process uses only the first MIG instance"},
     {"MIG, unbound: the local_rank-th instance alone", "", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|CUDA_VISIBLE_DEVICES=" MIGS "|SLURM_STEP_GPUS=0,1,2", 2, 2,
-     "CUDA_VISIBLE_DEVICES=" MIGS, "CUDA_VISIBLE_DEVICES=MIG-2222bbbb-0000-0000-0000-000000000003|DIST_BIND_DEVICE=0", NULL,
-     NULL},
+     "CUDA_VISIBLE_DEVICES=" MIGS, "CUDA_VISIBLE_DEVICES=MIG-2222bbbb-0000-0000-0000-000000000003|DIST_BIND_DEVICE=0",
+     NULL, NULL},
     {"MIG, isolate: the same", "isolate", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=3|CUDA_VISIBLE_DEVICES=" MIGS "|SLURM_STEP_GPUS=0,1,2", 0, 0,
      "CUDA_VISIBLE_DEVICES=" MIGS, "CUDA_VISIBLE_DEVICES=MIG-1111aaaa-0000-0000-0000-000000000001|DIST_BIND_DEVICE=0",
@@ -258,7 +264,7 @@ static const struct row rows[] = {
     /* --- no GPUs / GPU binding off -------------------------------------------------------------- */
     {"no GPUs: rank variables only", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2"), 1, 1, "",
      RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_MODE=rank|-CUDA_VISIBLE_DEVICES|"
-     "-DIST_BIND_DEVICE|-DIST_BIND_GPUS|-CUDA_DEVICE_ORDER",
+                                            "-DIST_BIND_DEVICE|-DIST_BIND_GPUS|-CUDA_DEVICE_ORDER",
      NULL, NULL},
     {"gpu-bind=none: lists from the step's GPUs", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, "",
      "RANK=1|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1,2|GPU_DEVICE_ORDINAL=0,1,2|DIST_BIND_DEVICE=1|"
@@ -266,8 +272,9 @@ static const struct row rows[] = {
      NULL, NULL},
 
     /* --- more tasks than GPUs --------------------------------------------------------------------- */
-    {"more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3, "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"),
-     2, 2, TASK("0,1"), NULL, "node1&3 tasks&2 GPUs&share", NULL},
+    {"more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"), NULL,
+     "node1&3 tasks&2 GPUs&share", NULL},
     {"more tasks than GPUs isolate", "isolate", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, TASK("0,1"), NULL,
      "node1&3 tasks&2 GPUs", NULL},
@@ -306,8 +313,8 @@ static const struct row rows[] = {
     /* --- master_addr= ------------------------------------------------------------------------------- */
     {"master_addr=suffix", "", "master_addr=suffix:-ib", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"),
      "MASTER_ADDR=node1-ib", NULL, NULL},
-    {"master_addr=addr via srun", "", "master_addr=addr", 7, 0, 2, 1, 5, 2, SEED_N2 "|" DB_RANK0_HINT "=127.0.0.2",
-     3, 0, TASK("0"), "MASTER_ADDR=127.0.0.2", NULL, NULL},
+    {"master_addr=addr via srun", "", "master_addr=addr", 7, 0, 2, 1, 5, 2, SEED_N2 "|" DB_RANK0_HINT "=127.0.0.2", 3,
+     0, TASK("0"), "MASTER_ADDR=127.0.0.2", NULL, NULL},
     {"master_addr=addr without srun", "", "master_addr=addr", 7, 0, 2, 1, 5, 2, SEED_N2, 3, 0, TASK("0"), NULL,
      "MASTER_ADDR&NodeAddr&" DB_RANK0_HINT, NULL},
     {"multi-dimensional node names", "verbose", "", 7, 0, 4, 2, 4, 1,
@@ -315,31 +322,32 @@ static const struct row rows[] = {
      NULL, "host=r2n07"},
 
     /* --- steps that get nothing ----------------------------------------------------------------------- */
-    {"batch step", "", "", 7, 0xfffffffbu, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1" GPUS("0,1"), 0, 0, TASK("0,1"),
-     "!", NULL, NULL},
+    {"batch step", "", "", 7, 0xfffffffbu, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1" GPUS("0,1"), 0, 0, TASK("0,1"), "!",
+     NULL, NULL},
     {"extern step", "", "", 7, 0xfffffffcu, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1", 0, 0, "", "!", NULL, NULL},
     {"interactive step", "", "", 7, 0xfffffffau, 1, 0, 1, 1, "SLURM_STEP_NODELIST=node1", 0, 0, "", "!", NULL, NULL},
 
     /* --- malformed input: one clear error, nothing set -------------------------------------------------- */
-    {"garbage GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,x,2", 0, 0, TASK("0"), NULL,
-     "CUDA_VISIBLE_DEVICES=\"0,x,2\"&\"x\" is not a GPU", NULL},
-    {"overflowing GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,99999999999999999999", 0,
-     0, TASK("0"), NULL, "CUDA_VISIBLE_DEVICES&99999999999999999999&expected an index", NULL},
-    {"negative GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=-1", 0, 0, "", NULL,
-     "CUDA_VISIBLE_DEVICES&\"-1\"", NULL},
-    {"duplicate GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,1", 0, 0, TASK("0"), NULL,
-     "CUDA_VISIBLE_DEVICES=\"0,1,1\"&GPU 1 is listed twice", NULL},
-    {"empty GPU list", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=", 0, 0, TASK("0"), NULL,
-     "CUDA_VISIBLE_DEVICES=\"\"&empty", NULL},
-    {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,,1", 0, 0, TASK("0"), NULL,
-     "CUDA_VISIBLE_DEVICES&empty entry", NULL},
+    {"garbage GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,x,2", 0, 0,
+     TASK("0"), NULL, "CUDA_VISIBLE_DEVICES=\"0,x,2\"&\"x\" is not a GPU", NULL},
+    {"overflowing GPU id", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,99999999999999999999", 0, 0, TASK("0"), NULL,
+     "CUDA_VISIBLE_DEVICES&99999999999999999999&expected an index", NULL},
+    {"negative GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=-1", 0, 0, "",
+     NULL, "CUDA_VISIBLE_DEVICES&\"-1\"", NULL},
+    {"duplicate GPU id", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,1", 0,
+     0, TASK("0"), NULL, "CUDA_VISIBLE_DEVICES=\"0,1,1\"&GPU 1 is listed twice", NULL},
+    {"empty GPU list", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0|CUDA_VISIBLE_DEVICES=", 0, 0,
+     TASK("0"), NULL, "CUDA_VISIBLE_DEVICES=\"\"&empty", NULL},
+    {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,,1", 0, 0,
+     TASK("0"), NULL, "CUDA_VISIBLE_DEVICES&empty entry", NULL},
     {"unknown GPU in task", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("7"), NULL,
      "CUDA_VISIBLE_DEVICES=\"7\"&GPU 7 is not one of the step's GPUs on node node1 (0,1,2)", NULL},
     {"garbage task GPU list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, "CUDA_VISIBLE_DEVICES=zero", NULL,
      "CUDA_VISIBLE_DEVICES=\"zero\"", NULL},
     {"a list Slurm did not set is left alone", "verbose", "", 7, 0, 2, 0, 5, 3,
-     STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0", 1, 1,
-     "CUDA_VISIBLE_DEVICES=1|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0",
+     STEP2("3,2") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0", 1,
+     1, "CUDA_VISIBLE_DEVICES=1|ROCR_VISIBLE_DEVICES=0,1|ZE_AFFINITY_MASK=0.0",
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|-ROCR_VISIBLE_DEVICES|-ZE_AFFINITY_MASK", NULL,
      "ROCR_VISIBLE_DEVICES=\"0,1\" does not match CUDA_VISIBLE_DEVICES: left alone&ZE_AFFINITY_MASK=\"0.0\""},
     {"user's GPU list without Slurm GPUs", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|ROCR_VISIBLE_DEVICES=0", 2, 2,
@@ -351,18 +359,17 @@ static const struct row rows[] = {
      *     for the enclosing step 7.0 is not the user's ------------------------- */
     {"nested: inherited MASTER_* are not the user's", "", "ports=23000-23000", 7, 1, 2, 0, 5, 3,
      SEED_N1 "|MASTER_ADDR=node2|MASTER_PORT=24000|DIST_BIND_MASTER=node2:24000|DIST_BIND_STEP=7.0", 0, 0,
-     TASK("0") "|DIST_BIND_STEP=7.0", "MASTER_ADDR=node1|MASTER_PORT=23000|DIST_BIND_STEP=7.1|DIST_BIND_MASTER=node1:23000",
-     NULL, NULL},
+     TASK("0") "|DIST_BIND_STEP=7.0",
+     "MASTER_ADDR=node1|MASTER_PORT=23000|DIST_BIND_STEP=7.1|DIST_BIND_MASTER=node1:23000", NULL, NULL},
     {"nested: a MASTER_PORT the user changed wins", "", "ports=23000-23000", 7, 1, 2, 0, 5, 3,
-     SEED_N1 "|MASTER_ADDR=node2|MASTER_PORT=31000|DIST_BIND_MASTER=node2:24000|DIST_BIND_STEP=7.0", 0, 0,
-     TASK("0"), "MASTER_ADDR=node1|MASTER_PORT=31000", NULL, NULL},
-    {"nested, no GPUs: inherited GPU variables dropped", "", "", 7, 1, 2, 0, 5, 3,
-     STEP2("3,2") "|DIST_BIND_STEP=7.0", 1, 1,
-     "DIST_BIND_STEP=7.0|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|DIST_BIND_NUMA=0",
+     SEED_N1 "|MASTER_ADDR=node2|MASTER_PORT=31000|DIST_BIND_MASTER=node2:24000|DIST_BIND_STEP=7.0", 0, 0, TASK("0"),
+     "MASTER_ADDR=node1|MASTER_PORT=31000", NULL, NULL},
+    {"nested, no GPUs: inherited GPU variables dropped", "", "", 7, 1, 2, 0, 5, 3, STEP2("3,2") "|DIST_BIND_STEP=7.0",
+     1, 1, "DIST_BIND_STEP=7.0|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|DIST_BIND_NUMA=0",
      "RANK=1|~DIST_BIND_DEVICE|~DIST_BIND_GPUS|~DIST_BIND_NUMA|DIST_BIND_STEP=7.1", NULL, NULL},
     {"nested, mode off: everything inherited dropped", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
      TASK("1") "|DIST_BIND_STEP=7.0|DIST_BIND_MASTER=node1:24000|MASTER_ADDR=node1|MASTER_PORT=24000|RANK=4|"
-     "WORLD_SIZE=5|LOCAL_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_DEVICE=1|OTHER=x",
+               "WORLD_SIZE=5|LOCAL_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_DEVICE=1|OTHER=x",
      "~RANK|~WORLD_SIZE|~LOCAL_RANK|~DIST_BIND_MODE|~DIST_BIND_DEVICE|~DIST_BIND_STEP|~DIST_BIND_MASTER|~MASTER_ADDR|"
      "~MASTER_PORT|-OTHER|-CUDA_VISIBLE_DEVICES",
      NULL, NULL},
@@ -512,9 +519,9 @@ START_TEST(node_wide_errors) {
         const char *step_env, *task_env;
         int want;
     } cases[] = {
-        {CG_N1, CG_TASK("0", "0"), DB_ERR_NODE},                                          /* confined */
+        {CG_N1, CG_TASK("0", "0"), DB_ERR_NODE}, /* confined */
         {"SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2"), TASK("1,2"), DB_ERR_NODE}, /* k */
-        {SEED_N1, TASK("7"), -1},                                                         /* one task's list */
+        {SEED_N1, TASK("7"), -1}, /* one task's list */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char err[DB_ERRLEN], **senv = make_env(cases[c].step_env), **tenv = make_env(cases[c].task_env);

@@ -69,7 +69,7 @@ START_TEST(generated_layouts) {
          * --gres-flags=allow-task-sharing. */
         int bound = ntasks_node > 1 && ntasks_node * k <= ngpu;
         int nolist = !bound && next() % 2; /* --gpu-bind=none */
-        if (bound) { /* Slurm's per-task binding: k consecutive GPUs of its list */
+        if (bound) {                       /* Slurm's per-task binding: k consecutive GPUs of its list */
             char tmp[8][16];
             split_list(step_list, tmp, 8);
             for (int j = 0; j < k; j++)
@@ -79,8 +79,8 @@ START_TEST(generated_layouts) {
             snprintf(task_list, sizeof task_list, "%s", step_list);
         }
         snprintf(senv_s, sizeof senv_s,
-                 "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|SLURM_STEP_GPUS=x|CUDA_VISIBLE_DEVICES=%s|"
-                 DB_DEVICES_HINT "=%s%s%.0d",
+                 "SLURM_STEP_NODELIST=n[1-2]|SLURM_STEP_TASKS_PER_NODE=%d,1|SLURM_STEP_GPUS=x|CUDA_VISIBLE_DEVICES=%"
+                 "s|" DB_DEVICES_HINT "=%s%s%.0d",
                  ntasks_node, step_list, cgroup ? "cgroup,task-sharing" : "none",
                  per_task_word ? ",gpus-per-task=" : "", per_task_word ? k : 0);
         snprintf(tenv_s, sizeof tenv_s, nolist ? "X=%s" : "CUDA_VISIBLE_DEVICES=%s", task_list);
@@ -158,13 +158,14 @@ START_TEST(garbage_never_crashes) {
         }
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
         snprintf(senv_s, sizeof senv_s,
-                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|SLURM_STEP_GPUS=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_STEP_RESV_PORTS=%s|"
-                 DB_DEVICES_HINT "=%s", a, b, c, c, e, next() % 2 ? e : "cgroup,gpus-per-task=2");
+                 "SLURM_STEP_NODELIST=%s|SLURM_STEP_TASKS_PER_NODE=%s|SLURM_STEP_GPUS=%s|CUDA_VISIBLE_DEVICES=%s|SLURM_"
+                 "STEP_RESV_PORTS=%s|" DB_DEVICES_HINT "=%s",
+                 a, b, c, c, e, next() % 2 ? e : "cgroup,gpus-per-task=2");
         snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", d);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request rq = {DB_MODE_RANK + (int)(next() % 4), (int)(next() % 2), (int)(next() % 2), 0};
-        db_node_input ni = {next(), next() % 3, 1 + next() % 4, next() % 4, 1 + next() % 16, 1 + next() % 8,
-                            (const char *const *)senv};
+        db_node_input ni = {next(),          next() % 3,     1 + next() % 4,           next() % 4,
+                            1 + next() % 16, 1 + next() % 8, (const char *const *)senv};
         db_task_input ti = {next() % 16, next() % 8, (const char *const *)tenv};
         db_node_plan *np = NULL;
         db_task_plan *tp = NULL;

@@ -35,8 +35,8 @@ static const struct place_row place_rows[] = {
     {SLURM "|DIST_BIND_DEVICE=3", DISTBIND_OK, 4, 5, 1, 2, 1, 3, "slurm", NULL},
     {"SLURM_PROCID=5|SLURM_LOCALID=1|SLURM_NODEID=2|SLURM_STEP_NUM_TASKS=7|SLURM_STEP_TASKS_PER_NODE=2(x3),1",
      DISTBIND_OK, 5, 7, 1, 2, 2, 1, "slurm", NULL},
-    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_NTASKS=2|SLURM_TASKS_PER_NODE=2", DISTBIND_OK, 0, 2, 0, 2,
-     0, 0, "slurm", NULL},
+    {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_NTASKS=2|SLURM_TASKS_PER_NODE=2", DISTBIND_OK, 0, 2, 0, 2, 0,
+     0, "slurm", NULL},
 
     /* Malformed and missing values. */
     {"RANK=abc|WORLD_SIZE=5|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
@@ -61,8 +61,8 @@ static const struct place_row place_rows[] = {
      "LOCAL_WORLD_SIZE=3 is larger than WORLD_SIZE=2"},
     {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "NODE_RANK (or GROUP_RANK) is not set"},
-    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|GROUP_RANK=1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0,
-     0, NULL, "NODE_RANK=0 and GROUP_RANK=1 disagree"},
+    {"RANK=0|WORLD_SIZE=2|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|GROUP_RANK=1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0,
+     NULL, "NODE_RANK=0 and GROUP_RANK=1 disagree"},
     {PLUGIN "|DIST_BIND_DEVICE=gpu0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEVICE=\"gpu0\""},
     {PLUGIN "|DIST_BIND_DEVICE=", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_DEVICE=\"\""},
     {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,,2",
@@ -73,8 +73,8 @@ static const struct place_row place_rows[] = {
      DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_NODEID=2&has only 2 nodes"},
     {"SLURM_PROCID=4|SLURM_LOCALID=2|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2",
      DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_LOCALID=2 is not below"},
-    {"SLURM_PROCID=4|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2", DISTBIND_ERR_ENV, 0, 0, 0,
-     0, 0, 0, NULL, "SLURM_LOCALID is not set"},
+    {"SLURM_PROCID=4|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2", DISTBIND_ERR_ENV, 0, 0, 0, 0,
+     0, 0, NULL, "SLURM_LOCALID is not set"},
     {"SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "SLURM_STEP_TASKS_PER_NODE is not set"},
     /* Finding 10: 12 bytes naming 16 million nodes, refused before expanding. */
@@ -82,10 +82,12 @@ static const struct place_row place_rows[] = {
      DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 5 nodes"},
     {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x5),1",
      DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "more than 5 nodes (SLURM_STEP_NUM_TASKS=5 tasks)"},
-    {"HOME=/root", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "cannot tell this task's rank&RANK&SLURM_PROCID&PMIX_NAMESPACE"},
+    {"HOME=/root", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "cannot tell this task's rank&RANK&SLURM_PROCID&PMIX_NAMESPACE"},
 
     /* Settings. */
-    {PLUGIN "|DIST_BIND_TIMEOUT=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TIMEOUT=\"0\"&expected seconds"},
+    {PLUGIN "|DIST_BIND_TIMEOUT=0", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_TIMEOUT=\"0\"&expected seconds"},
     {PLUGIN "|DIST_BIND_TIMEOUT=ten", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TIMEOUT=\"ten\""},
     {PLUGIN "|DIST_BIND_BOOTSTRAP=mpi", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "DIST_BIND_BOOTSTRAP=\"mpi\"&expected auto, pmix, pmi2 or tcp"},
@@ -180,8 +182,9 @@ END_TEST
 
 /* The secret is never shown, not even in the error about a bad one. */
 START_TEST(secret_not_shown) {
-    char **env = make_env(PLUGIN "|DIST_BIND_SECRET=zz3456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0|"
-                                 "DIST_BIND_DEBUG=1");
+    char **env = make_env(PLUGIN
+                          "|DIST_BIND_SECRET=zz3456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0|"
+                          "DIST_BIND_DEBUG=1");
     distbind_t *db = NULL;
     ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_ERR_ENV);
     ck_assert_msg(!strstr(distbind_last_error(NULL), "3456789abcdef"), "the value is shown: %s",
@@ -194,7 +197,7 @@ END_TEST
  * (programs it starts do not inherit it), and later handles still have it. */
 START_TEST(secret_leaves_environment) {
     char **env = make_env(PLUGIN);
-    for (char **e = env; *e; e++) putenv(*e);  /* the strings stay: the environment holds them */
+    for (char **e = env; *e; e++) putenv(*e); /* the strings stay: the environment holds them */
     free(env);
     setenv("DIST_BIND_SECRET", SECRET, 1);
     setenv("DIST_BIND_BOOTSTRAP", "tcp", 1);
@@ -212,8 +215,9 @@ END_TEST
 
 /* A world of one needs no peer: the exchange is a copy. */
 START_TEST(world_of_one) {
-    char **env = make_env("RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
-                          "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
+    char **env = make_env(
+        "RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
+        "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
     distbind_t *db = NULL;
     int in = 7, out = 0, bc = 3;
     ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
@@ -262,8 +266,9 @@ START_TEST(size_caps) {
     free_env(env);
 
     /* Connected (a world of one): refused, and the exchange stays usable. */
-    env = make_env("RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
-                   "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
+    env = make_env(
+        "RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|NODE_RANK=0|MASTER_ADDR=127.0.0.1|"
+        "MASTER_PORT=1|DIST_BIND_BOOTSTRAP=tcp");
     ck_assert_int_eq(distbind_create_env(&db, (const char *const *)env), DISTBIND_OK);
     ck_assert_int_eq(distbind_connect(db), DISTBIND_OK);
     ck_assert_int_eq(distbind_allgather(db, &byte, max + 1, &byte), DISTBIND_ERR_ARG);
@@ -290,10 +295,14 @@ END_TEST
 /* Two ranks on one GPU are told by the GPU's UUID: not by (host, bus id),
  * which identical servers with one host name share (false alarm) and one
  * machine under two host names (UTS namespaces) does not (missed). */
-#define UA {0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf6}
-#define UB {0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf7}
-#define UC {1}
-#define UNKNOWN {0}
+#define UA \
+    { 0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf6 }
+#define UB \
+    { 0x89, 0x32, 0xf9, 0x37, 0xd7, 0x2c, 0x41, 0x06, 0xc1, 0x2f, 0x20, 0xbd, 0x9f, 0xae, 0xd9, 0xf7 }
+#define UC \
+    { 1 }
+#define UNKNOWN \
+    { 0 }
 struct dup_row {
     int n;
     unsigned char uuids[4][16];
@@ -333,28 +342,85 @@ struct peer_row {
 
 static const struct peer_row peer_rows[] = {
     {0, 3, {0, 0, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_OK, NULL},
-    {0, 3, {0, 99, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 1 sent status 99, which is not a distbind_status"},
+    {0,
+     3,
+     {0, 99, 0},
+     {UA, UB, UC},
+     {NULL},
+     NULL,
+     DISTBIND_ERR_PEER,
+     "rank 1 sent status 99, which is not a distbind_status"},
     {0, 3, {0, 0, -1}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 2 sent status -1"},
-    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_DEVICE, "rank 1 on host1: failure of rank 1"},
-    {0, 3, {0, DISTBIND_ERR_DEVICE, DISTBIND_ERR_NO_GPU}, {UA, UB, UC}, {NULL}, NULL, DISTBIND_ERR_DEVICE,
+    {0,
+     3,
+     {0, DISTBIND_ERR_DEVICE, 0},
+     {UA, UB, UC},
+     {NULL},
+     NULL,
+     DISTBIND_ERR_DEVICE,
+     "rank 1 on host1: failure of rank 1"},
+    {0,
+     3,
+     {0, DISTBIND_ERR_DEVICE, DISTBIND_ERR_NO_GPU},
+     {UA, UB, UC},
+     {NULL},
+     NULL,
+     DISTBIND_ERR_DEVICE,
      "rank 1 on host1: failure of rank 1 (and 1 more rank)"},
-    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, "msg", DISTBIND_ERR_PEER,
+    {0,
+     3,
+     {0, DISTBIND_ERR_DEVICE, 0},
+     {UA, UB, UC},
+     {NULL},
+     "msg",
+     DISTBIND_ERR_PEER,
      "rank 1 sent a malformed message (its message has no end within 400 bytes)"},
-    {0, 3, {0, DISTBIND_ERR_DEVICE, 0}, {UA, UB, UC}, {NULL}, "host", DISTBIND_ERR_PEER,
+    {0,
+     3,
+     {0, DISTBIND_ERR_DEVICE, 0},
+     {UA, UB, UC},
+     {NULL},
+     "host",
+     DISTBIND_ERR_PEER,
      "rank 1 sent a malformed message (its host name has no end within 64 bytes)"},
     /* One GPU, two ranks: named by UUID, also under two host names. */
-    {0, 3, {0, 0, 0}, {UC, UA, UA}, {"n1", "n1", "n1"}, NULL, DISTBIND_ERR_DEVICE,
+    {0,
+     3,
+     {0, 0, 0},
+     {UC, UA, UA},
+     {"n1", "n1", "n1"},
+     NULL,
+     DISTBIND_ERR_DEVICE,
      "ranks 1 and 2 would both use GPU GPU-uuid-of-rank-1 (0000:01:00.0) on n1 (device 0 and device 0)"},
-    {0, 3, {0, 0, 0}, {UC, UA, UA}, {"n1", "n1", "n1-ns"}, NULL, DISTBIND_ERR_DEVICE,
+    {0,
+     3,
+     {0, 0, 0},
+     {UC, UA, UA},
+     {"n1", "n1", "n1-ns"},
+     NULL,
+     DISTBIND_ERR_DEVICE,
      "ranks 1 and 2 would both use GPU&on n1 (rank 1) and n1-ns (rank 2): one GPU under two host names"},
     {0, 3, {0, 0, 0}, {UC, UA, UA}, {NULL}, "uuid", DISTBIND_ERR_PEER, "rank 1 sent a malformed message (its GPU UUID"},
     /* Two GPUs with one bus id on hosts of one name: no duplicate. */
     {0, 2, {0, 0}, {UA, UB}, {"same", "same"}, NULL, DISTBIND_OK, NULL},
     {1, 3, {0, 0, 0}, {{0}}, {NULL}, NULL, DISTBIND_OK, NULL},
     {1, 3, {0, 0, 42}, {{0}}, {NULL}, NULL, DISTBIND_ERR_PEER, "rank 2 sent status 42"},
-    {1, 3, {0, DISTBIND_ERR_UNAVAILABLE, 0}, {{0}}, {NULL}, NULL, DISTBIND_ERR_UNAVAILABLE,
+    {1,
+     3,
+     {0, DISTBIND_ERR_UNAVAILABLE, 0},
+     {{0}},
+     {NULL},
+     NULL,
+     DISTBIND_ERR_UNAVAILABLE,
      "NCCL set-up failed: rank 1 on host1: failure of rank 1"},
-    {1, 3, {0, DISTBIND_ERR_UNAVAILABLE, 0}, {{0}}, {NULL}, "msg", DISTBIND_ERR_PEER, "rank 1 sent a malformed message"},
+    {1,
+     3,
+     {0, DISTBIND_ERR_UNAVAILABLE, 0},
+     {{0}},
+     {NULL},
+     "msg",
+     DISTBIND_ERR_PEER,
+     "rank 1 sent a malformed message"},
 };
 
 START_TEST(peer_row) {
@@ -388,10 +454,14 @@ START_TEST(traffic_row) {
     long pb = 0, nb = 0;
     int pc = 0, nc = 0;
     ck_assert_msg(db_rt_test_bringup_traffic(r->world, r->per_root, &pb, &pc, &nb, &nc), "built without CUDA");
-    ck_assert_msg(pb == r->probe_bytes && pc == r->probe_coll, "world %d: device check received %ld bytes in %d "
-                  "collectives, want %ld in %d", r->world, pb, pc, r->probe_bytes, r->probe_coll);
-    ck_assert_msg(nb == r->nccl_bytes && nc == r->nccl_coll, "world %d: NCCL bring-up received %ld bytes in %d "
-                  "collectives, want %ld in %d", r->world, nb, nc, r->nccl_bytes, r->nccl_coll);
+    ck_assert_msg(pb == r->probe_bytes && pc == r->probe_coll,
+                  "world %d: device check received %ld bytes in %d "
+                  "collectives, want %ld in %d",
+                  r->world, pb, pc, r->probe_bytes, r->probe_coll);
+    ck_assert_msg(nb == r->nccl_bytes && nc == r->nccl_coll,
+                  "world %d: NCCL bring-up received %ld bytes in %d "
+                  "collectives, want %ld in %d",
+                  r->world, nb, nc, r->nccl_bytes, r->nccl_coll);
 }
 END_TEST
 
@@ -400,7 +470,8 @@ END_TEST
 START_TEST(cudart_names) {
     char out[512];
     db_rt_test_cudart_names(13, out, sizeof out);
-    ck_assert_str_eq(out, "libcudart.so.13;libcudart.so.12;libcudart.so.11;libcudart.so;/usr/local/cuda/lib64/libcudart.so.13");
+    ck_assert_str_eq(
+        out, "libcudart.so.13;libcudart.so.12;libcudart.so.11;libcudart.so;/usr/local/cuda/lib64/libcudart.so.13");
     db_rt_test_cudart_names(12, out, sizeof out);
     ck_assert_str_eq(out, "libcudart.so.12;libcudart.so.11;libcudart.so;/usr/local/cuda/lib64/libcudart.so.12");
 }
@@ -425,7 +496,8 @@ START_TEST(roots_row) {
     int got[64];
     int n = db_rt_test_nccl_roots(r->world, r->per_root, got, 64);
     ck_assert_int_eq(n, r->n);
-    for (int i = 0; i < n; i++) ck_assert_msg(got[i] == r->roots[i], "world %d: root %d is %d, want %d", r->world, i, got[i], r->roots[i]);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(got[i] == r->roots[i], "world %d: root %d is %d, want %d", r->world, i, got[i], r->roots[i]);
 }
 END_TEST
 
@@ -520,8 +592,8 @@ struct sec_row {
     double want; /* -1: error */
 };
 static const struct sec_row sec_rows[] = {
-    {"30", 30}, {"2.5", 2.5}, {"0.001", 0.001}, {"604800", 604800}, {"0", -1}, {"0.0", -1}, {"-1", -1},
-    {"1e3", -1}, {"1.", -1}, {".5", -1}, {"1.2345", -1}, {"604801", -1}, {"", -1}, {" 5", -1},
+    {"30", 30},  {"2.5", 2.5}, {"0.001", 0.001}, {"604800", 604800}, {"0", -1},      {"0.0", -1}, {"-1", -1},
+    {"1e3", -1}, {"1.", -1},   {".5", -1},       {"1.2345", -1},     {"604801", -1}, {"", -1},    {" 5", -1},
 };
 
 START_TEST(sec_row) {

@@ -31,11 +31,15 @@ struct model_row {
 #define SHAPE "pack:2 numa:2 core:4 pu:2"
 
 static const struct model_row model_rows[] = {
-    {"block, 2 cores each", SHAPE, "0-15", 4, 4, "block:block", "task 0 cpus 0-3 numa 0|task 1 cpus 4-7 numa 0|"
-     "task 2 cpus 8-11 numa 1|task 3 cpus 12-15 numa 1", NULL},
+    {"block, 2 cores each", SHAPE, "0-15", 4, 4, "block:block",
+     "task 0 cpus 0-3 numa 0|task 1 cpus 4-7 numa 0|"
+     "task 2 cpus 8-11 numa 1|task 3 cpus 12-15 numa 1",
+     NULL},
     /* cyclic: consecutive tasks on consecutive packages. */
-    {"cyclic (default), 2 cores each", SHAPE, "0-15", 4, 4, NULL, "task 0 cpus 0-3 numa 0|task 1 cpus 16-19 numa 2|"
-     "task 2 cpus 4-7 numa 0|task 3 cpus 20-23 numa 2", NULL},
+    {"cyclic (default), 2 cores each", SHAPE, "0-15", 4, 4, NULL,
+     "task 0 cpus 0-3 numa 0|task 1 cpus 16-19 numa 2|"
+     "task 2 cpus 4-7 numa 0|task 3 cpus 20-23 numa 2",
+     NULL},
     {"block:cyclic", SHAPE, "0-15", 2, 2, "block:cyclic", "task 0 cpus 0-1 numa 0|task 1 cpus 16-17 numa 2", NULL},
     /* fcyclic: each task's cores alternate packages; NUMA ties go low. */
     {"fcyclic", SHAPE, "0-15", 2, 4, "cyclic:fcyclic", "task 0 cpus 0-1,16-17 numa 0|task 1 cpus 2-3,18-19 numa 0",
@@ -186,15 +190,15 @@ END_TEST
 
 struct node_row {
     const char *name;
-    const char *cache;   /* file in the XML dir, or "@missing", "@garbage", "@truncated", "@fifo", "@dir", "@noio" */
-    const char *env;     /* step environment */
-    const char *gpus;    /* the plan's list */
+    const char *cache; /* file in the XML dir, or "@missing", "@garbage", "@truncated", "@fifo", "@dir", "@noio" */
+    const char *env;   /* step environment */
+    const char *gpus;  /* the plan's list */
     uint32_t ntasks;
     const char *cores;
     uint32_t cpt;
-    const char *minors;  /* fake NVIDIA driver: "BUS=MINOR/UUID,..." */
-    const char *want;    /* per task "gpus/numa/nics" joined by ';' (positions), or NULL: fall back */
-    const char *text;    /* '&'-parts of the source (chosen) or the fallback reason */
+    const char *minors; /* fake NVIDIA driver: "BUS=MINOR/UUID,..." */
+    const char *want;   /* per task "gpus/numa/nics" joined by ';' (positions), or NULL: fall back */
+    const char *text;   /* '&'-parts of the source (chosen) or the fallback reason */
 };
 
 #define TIOGA "eas-tioga.xml"
@@ -203,7 +207,8 @@ struct node_row {
 static const struct node_row node_rows[] = {
     /* Tioga, 2 tasks on NUMA 0 and 3, all 8 GCDs: positions = Slurm's numbers. */
     {"cached XML", TIOGA, "SLURM_STEP_GPUS=0,1,2,3,4,5,6,7", "0,1,2,3,4,5,6,7", 2, "0-15,48-63", 32, NULL,
-     "4/0/hsi2;0/3/hsi0", "topology from &hwloc_topo_whole.xml&GPUs matched by PCI bus order&"
+     "4/0/hsi2;0/3/hsi0",
+     "topology from &hwloc_topo_whole.xml&GPUs matched by PCI bus order&"
      "task CPUs cyclic over cores 0-15,48-63"},
     /* cgroup-local numbering in the plan's list: SLURM_STEP_GPUS has the
      * node's numbers (4,5 are NUMA 0's GCDs), positions stay the plan's. */
@@ -219,8 +224,8 @@ static const struct node_row node_rows[] = {
     /* 23.11 and later: only SLURM_TRES_PER_TASK says it. */
     {"GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=cpu=32,gres/gpu=2", "0,1,2,3,4,5,6,7", 2,
      "0-63", 64, NULL, "2,3/0/hsi1;0,1/2/hsi0", NULL},
-    {"typed GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu:mi250x=2",
-     "0,1,2,3,4,5,6,7", 1, "16", 2, NULL, "2,3/1/hsi1", NULL},
+    {"typed GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu:mi250x=2", "0,1,2,3,4,5,6,7",
+     1, "16", 2, NULL, "2,3/1/hsi1", NULL},
     {"SLURM_TRES_PER_TASK without GPUs", TIOGA, "SLURM_TRES_PER_TASK=cpu=2,gres/gpuish=3", "0,4", 1, "0", 1, NULL,
      "1,0/0/hsi2,hsi0", NULL},
     /* A node's only task without --gpus-per-task owns all its GPUs, nearest first. */
@@ -229,13 +234,15 @@ static const struct node_row node_rows[] = {
      "4/0/hsi2;2/1/hsi1", "task CPUs block over cores 0-31"},
     /* By bus id: the driver's minors 0..3 are DGX-2 GPUs b7 (socket 1),
      * 34, bc, 36 (socket 0, 1, 0). Task 0 on core 0 (socket 0). */
-    {"NVIDIA device minors", DGX2, "", "0,1,2,3", 2, "0-3", 2, "0000:b7:00.0=0,0000:34:00.0=1,0000:bc:00.0=2,0000:36:00.0=3",
-     "1/0/;0/1/", "GPUs matched by PCI bus id (NVIDIA device minors)"},
-    {"NVIDIA UUIDs", DGX2, "", "GPU-3,GPU-0", 2, "0-3", 2, "0000:b7:00.0=0,0000:34:00.0=1,0000:bc:00.0=2,0000:36:00.0=3",
-     "0/0/;1/1/", "by PCI bus id"},
+    {"NVIDIA device minors", DGX2, "", "0,1,2,3", 2, "0-3", 2,
+     "0000:b7:00.0=0,0000:34:00.0=1,0000:bc:00.0=2,0000:36:00.0=3", "1/0/;0/1/",
+     "GPUs matched by PCI bus id (NVIDIA device minors)"},
+    {"NVIDIA UUIDs", DGX2, "", "GPU-3,GPU-0", 2, "0-3", 2,
+     "0000:b7:00.0=0,0000:34:00.0=1,0000:bc:00.0=2,0000:36:00.0=3", "0/0/;1/1/", "by PCI bus id"},
 
     /* --- fallbacks: closest acts as rank, and says why ----------------------------------------------- */
-    {"too many tasks", TIOGA, "", "0,1", 3, "0-2", 1, NULL, NULL, "3 tasks with 1 GPU each need 3 GPUs, but there are 2"},
+    {"too many tasks", TIOGA, "", "0,1", 3, "0-2", 1, NULL, NULL,
+     "3 tasks with 1 GPU each need 3 GPUs, but there are 2"},
     {"GPU beyond the topology", TIOGA, "", "7,8", 2, "0-1", 1, NULL, NULL,
      "Slurm's GPU 8, but the topology shows only 8 GPUs"},
     {"UUIDs without the driver", TIOGA, "", "GPU-aa,GPU-bb", 2, "0-1", 1, NULL, NULL, "\"GPU-aa\" is not a number"},
@@ -254,7 +261,8 @@ static const struct node_row node_rows[] = {
      "SLURM_DISTRIBUTION=\"block:sideways\""},
     /* Broken or hostile cache files: live discovery instead (whatever it
      * finds here), and the reason is in the source or the fallback. */
-    {"missing cache", "@missing", "", "0", 1, "0", 1, NULL, NULL, "topology by live discovery (no &hwloc_topo_whole.xml)"},
+    {"missing cache", "@missing", "", "0", 1, "0", 1, NULL, NULL,
+     "topology by live discovery (no &hwloc_topo_whole.xml)"},
     {"garbage cache", "@garbage", "", "0", 1, "0", 1, NULL, NULL,
      "cached topology unusable: &hwloc_topo_whole.xml: not an hwloc XML topology"},
     {"truncated cache", "@truncated", "", "0", 1, "0", 1, NULL, NULL, "not an hwloc XML topology"},
@@ -274,7 +282,6 @@ static const struct node_row node_rows[] = {
     {"cache without I/O, as slurmd writes it", "@noio", "", "0", 1, "0", 1, NULL, NULL,
      "topology by live discovery (cached topology &hwloc_topo_whole.xml has no I/O devices)"},
 };
-
 
 static void sh(const char *fmt, const char *a, const char *b) {
     char cmd[1500];

@@ -51,22 +51,22 @@ static const struct row rows[] = {
      "CUDA_VISIBLE_DEVICES=4,6,5,7|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=6", NULL, NULL},
     /* Unbound (--gpus-per-node): every task's list is the step's. */
     {"closest unbound", "closest", 2, 2, N1("2") GPUS("0,1,2,3"), 0, 0, TASK("0,1,2,3"), "3/1/;0/0/", NULL,
-     "CUDA_VISIBLE_DEVICES=3,0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3|DIST_BIND_NUMA=1|-DIST_BIND_NICS", NULL,
-     NULL},
+     "CUDA_VISIBLE_DEVICES=3,0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3|DIST_BIND_NUMA=1|-DIST_BIND_NICS", NULL, NULL},
     /* k=2: devices LOCAL_RANK*2.. are the task's pair, nearest first. */
     {"closest k=2 task 1", "closest", 2, 2, N1("2") GPUS("0,1,2,3"), 1, 1, TASK("2,3"), "2,3/8/;1,0/0/", NULL,
      "CUDA_VISIBLE_DEVICES=2,3,1,0|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=1,0|DIST_BIND_NUMA=0", NULL, NULL},
     {"closest isolate-like only task", "closest", 1, 1, N1("1") GPUS("0,1"), 0, 0, TASK("0,1"), "1,0/1/hsi1", NULL,
      "CUDA_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1,0|DIST_BIND_NICS=hsi1", NULL, NULL},
     /* AMD: only ROCR_VISIBLE_DEVICES. */
-    {"closest ROCR only", "closest", 2, 2, N1("2") "|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0, "ROCR_VISIBLE_DEVICES=0",
-     "1/3/hsi0;0/0/hsi2", NULL, "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_GPUS=1|DIST_BIND_NUMA=3|DIST_BIND_NICS=hsi0|"
-     "-CUDA_VISIBLE_DEVICES", NULL, NULL},
+    {"closest ROCR only", "closest", 2, 2, N1("2") "|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0,
+     "ROCR_VISIBLE_DEVICES=0", "1/3/hsi0;0/0/hsi2", NULL,
+     "ROCR_VISIBLE_DEVICES=1,0|DIST_BIND_GPUS=1|DIST_BIND_NUMA=3|DIST_BIND_NICS=hsi0|"
+     "-CUDA_VISIBLE_DEVICES",
+     NULL, NULL},
     /* A value the user exported wins, and verbose says so. */
     {"user's DIST_BIND_NUMA wins", "closest,verbose", 4, 4, N1("4") GPUS("0,1,2,3"), 1, 1,
-     TASK("1") "|DIST_BIND_NUMA=5|DIST_BIND_NICS=ib9", CYC, NULL,
-     "-DIST_BIND_NUMA|-DIST_BIND_NICS|DIST_BIND_GPUS=2", NULL,
-     "DIST_BIND_NUMA set by user wins over 8&DIST_BIND_NICS set by user wins over mlx5_2,mlx5_3"},
+     TASK("1") "|DIST_BIND_NUMA=5|DIST_BIND_NICS=ib9", CYC, NULL, "-DIST_BIND_NUMA|-DIST_BIND_NICS|DIST_BIND_GPUS=2",
+     NULL, "DIST_BIND_NUMA set by user wins over 8&DIST_BIND_NICS set by user wins over mlx5_2,mlx5_3"},
     /* NUMA unknown: not set. */
     {"numa unknown", "closest", 2, 2, N1("2") GPUS("0,1"), 0, 0, TASK("0"), "0/-1/;1/-1/", NULL,
      "DIST_BIND_GPUS=0|-DIST_BIND_NUMA|-DIST_BIND_NICS", NULL, NULL},
@@ -76,8 +76,9 @@ static const struct row rows[] = {
      "the topology shows no GPUs; topology by live discovery",
      "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|-DIST_BIND_NUMA|-DIST_BIND_NICS|"
      "DIST_BIND_MODE=closest",
-     NULL, "closest: no topology information for these GPUs (the topology shows no GPUs; topology by live discovery), "
-           "choosing as rank"},
+     NULL,
+     "closest: no topology information for these GPUs (the topology shows no GPUs; topology by live discovery), "
+     "choosing as rank"},
     {"no choice given at all", "closest,verbose", 4, 4, N1("4") GPUS("0,1,2,3"), 2, 2, TASK("2"), NULL, NULL,
      "DIST_BIND_GPUS=2|-DIST_BIND_NUMA", NULL, "closest: no topology information for these GPUs, choosing as rank"},
     {"no GPUs: no closest note", "closest,verbose", 4, 4, N1("4"), 2, 2, "", NULL, "the step has no GPUs",
@@ -88,8 +89,8 @@ static const struct row rows[] = {
      "DIST_BIND_GPUS=1|-DIST_BIND_NUMA", "a choice for 2 tasks, but node node1 runs 4", NULL},
     {"position out of range", "closest", 2, 2, N1("2") GPUS("0,1"), 1, 1, TASK("1"), "0/0/;4/0/", NULL,
      "DIST_BIND_GPUS=1", "task 1 got GPU position 4 of 2", NULL},
-    {"GPU given twice", "closest", 2, 2, N1("2") GPUS("0,1"), 1, 1, TASK("1"), "0/0/;0/0/", NULL,
-     "DIST_BIND_GPUS=1", "task 1 got GPU position 0 twice", NULL},
+    {"GPU given twice", "closest", 2, 2, N1("2") GPUS("0,1"), 1, 1, TASK("1"), "0/0/;0/0/", NULL, "DIST_BIND_GPUS=1",
+     "task 1 got GPU position 0 twice", NULL},
     {"uneven k", "closest", 2, 2, N1("2") GPUS("0,1,2"), 1, 1, TASK("1"), "0,1/0/;2/0/", NULL, "DIST_BIND_GPUS=1",
      "task 1 got 1 GPUs; every task needs the same number", NULL},
     {"not closest mode", "rank", 2, 2, N1("2") GPUS("0,1"), 1, 1, TASK("1"), "1/0/;0/0/", NULL,
@@ -112,7 +113,8 @@ static void parse_choice(const char *spec, struct parsed *p) {
         char *numa = strchr(task, '/'), *nics = strchr(numa + 1, '/'), *g, *s2 = NULL;
         *numa++ = '\0';
         *nics++ = '\0';
-        for (g = strtok_r(task, ",", &s2); g; g = strtok_r(NULL, ",", &s2)) p->pos[t][p->tasks[t].ngpus++] = (size_t)atoi(g);
+        for (g = strtok_r(task, ",", &s2); g; g = strtok_r(NULL, ",", &s2))
+            p->pos[t][p->tasks[t].ngpus++] = (size_t)atoi(g);
         snprintf(p->nics[t], sizeof p->nics[t], "%s", nics);
         p->tasks[t].gpus = p->pos[t];
         p->tasks[t].numa = atoi(numa);
@@ -184,8 +186,8 @@ START_TEST(closest_row) {
     free(want);
     if (r->verbose && *r->verbose) assert_contains_all(r->name, db_task_plan_verbose(tp), r->verbose);
     if (r->verbose && !*r->verbose && db_task_plan_verbose(tp))
-        ck_assert_msg(strstr(db_task_plan_verbose(tp), "closest:") == NULL, "%s: unexpected closest note: %s",
-                      r->name, db_task_plan_verbose(tp));
+        ck_assert_msg(strstr(db_task_plan_verbose(tp), "closest:") == NULL, "%s: unexpected closest note: %s", r->name,
+                      db_task_plan_verbose(tp));
     db_task_plan_free(tp);
     db_node_plan_free(np);
     free_env(senv);

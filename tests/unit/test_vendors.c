@@ -124,16 +124,19 @@ START_TEST(combination) {
             const char *tl = layouts[l].task[t];
             snprintf(what, sizeof what, "%s, %s, mode %s, task %u", combos[c].name, layouts[l].name,
                      *modes[m] ? modes[m] : "rank", t);
-            snprintf(step_env, sizeof step_env, "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3|SLURM_STEP_GPUS=%s%s%s%s%s%s%s%s%s",
-                     layouts[l].step, lists & F_CUDA ? "|CUDA_VISIBLE_DEVICES=" : "", lists & F_CUDA ? layouts[l].step : "",
-                     lists & F_ROCR ? "|ROCR_VISIBLE_DEVICES=" : "", lists & F_ROCR ? layouts[l].step : "",
-                     lists & F_GDO ? "|GPU_DEVICE_ORDINAL=" : "", lists & F_GDO ? layouts[l].step : "",
-                     lists & F_ZE ? "|ZE_AFFINITY_MASK=" : "", lists & F_ZE ? layouts[l].step : "");
+            snprintf(step_env, sizeof step_env,
+                     "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3|SLURM_STEP_GPUS=%s%s%s%s%s%s%s%s%s",
+                     layouts[l].step, lists & F_CUDA ? "|CUDA_VISIBLE_DEVICES=" : "",
+                     lists & F_CUDA ? layouts[l].step : "", lists & F_ROCR ? "|ROCR_VISIBLE_DEVICES=" : "",
+                     lists & F_ROCR ? layouts[l].step : "", lists & F_GDO ? "|GPU_DEVICE_ORDINAL=" : "",
+                     lists & F_GDO ? layouts[l].step : "", lists & F_ZE ? "|ZE_AFFINITY_MASK=" : "",
+                     lists & F_ZE ? layouts[l].step : "");
             task_env[0] = '\0';
             if (tl)
-                snprintf(task_env, sizeof task_env, "X=1%s%s%s%s%s%s%s%s", lists & F_CUDA ? "|CUDA_VISIBLE_DEVICES=" : "",
-                         lists & F_CUDA ? tl : "", lists & F_ROCR ? "|ROCR_VISIBLE_DEVICES=" : "",
-                         lists & F_ROCR ? tl : "", lists & F_GDO ? "|GPU_DEVICE_ORDINAL=" : "", lists & F_GDO ? tl : "",
+                snprintf(task_env, sizeof task_env, "X=1%s%s%s%s%s%s%s%s",
+                         lists & F_CUDA ? "|CUDA_VISIBLE_DEVICES=" : "", lists & F_CUDA ? tl : "",
+                         lists & F_ROCR ? "|ROCR_VISIBLE_DEVICES=" : "", lists & F_ROCR ? tl : "",
+                         lists & F_GDO ? "|GPU_DEVICE_ORDINAL=" : "", lists & F_GDO ? tl : "",
                          lists & F_ZE ? "|ZE_AFFINITY_MASK=" : "", lists & F_ZE ? tl : "");
             char **senv = make_env(step_env), **tenv = make_env(task_env);
             db_config cfg;

@@ -52,9 +52,19 @@ static void *one_rank(void *p) {
     snprintf(port, sizeof port, "MASTER_PORT=%d", a->port);
     snprintf(step, sizeof step, "DIST_BIND_STEP_KEY=tsan.%d", a->port);
     snprintf(debug, sizeof debug, "DIST_BIND_DEBUG=%d", a->debug);
-    const char *env[] = {rank, "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1", "NODE_RANK=0",
-                         "MASTER_ADDR=127.0.0.1", port, step, debug, "DIST_BIND_BOOTSTRAP=tcp", "DIST_BIND_TIMEOUT=60",
-                         "DIST_BIND_SECRET=" SECRET, NULL};
+    const char *env[] = {rank,
+                         "WORLD_SIZE=2",
+                         "LOCAL_RANK=0",
+                         "LOCAL_WORLD_SIZE=1",
+                         "NODE_RANK=0",
+                         "MASTER_ADDR=127.0.0.1",
+                         port,
+                         step,
+                         debug,
+                         "DIST_BIND_BOOTSTRAP=tcp",
+                         "DIST_BIND_TIMEOUT=60",
+                         "DIST_BIND_SECRET=" SECRET,
+                         NULL};
     distbind_t *db = NULL;
     distbind_status st = distbind_create_env(&db, env);
     if (st == DISTBIND_OK) st = distbind_connect(db);
@@ -75,7 +85,8 @@ static void *one_rank(void *p) {
 static void *from_process(void *p) {
     int *ok = p;
     distbind_t *db = NULL;
-    *ok = distbind_create(&db) == DISTBIND_OK && distbind_connect(db) == DISTBIND_OK && distbind_barrier(db) == DISTBIND_OK;
+    *ok = distbind_create(&db) == DISTBIND_OK && distbind_connect(db) == DISTBIND_OK &&
+          distbind_barrier(db) == DISTBIND_OK;
     distbind_destroy(db);
     return NULL;
 }

@@ -77,8 +77,8 @@ static void hash_uuid(const char *a, const char *b, unsigned char out[16]) {
 }
 
 static void format_uuid(const char *prefix, const unsigned char u[16], char *out, size_t n) {
-    snprintf(out, n, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, u[0], u[1],
-             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    snprintf(out, n, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 /* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6" -> its 16 bytes; other forms
@@ -126,17 +126,25 @@ static int parse_device(const char *attrs, int index, struct gpu_desc *g) {
         if (!eq) die("FAKEGPU_DEVICES: \"%s\" is not key=value", tok);
         *eq = '\0';
         const char *v = eq + 1;
-        if (!strcmp(tok, "bus")) snprintf(bus, sizeof bus, "%s", v);
-        else if (!strcmp(tok, "uuid")) snprintf(uuid, sizeof uuid, "%s", v);
-        else if (!strcmp(tok, "mig")) snprintf(mig, sizeof mig, "%s", v);
-        else if (!strcmp(tok, "mem")) g->dev.mem = strtoull(v, NULL, 10);
+        if (!strcmp(tok, "bus"))
+            snprintf(bus, sizeof bus, "%s", v);
+        else if (!strcmp(tok, "uuid"))
+            snprintf(uuid, sizeof uuid, "%s", v);
+        else if (!strcmp(tok, "mig"))
+            snprintf(mig, sizeof mig, "%s", v);
+        else if (!strcmp(tok, "mem"))
+            g->dev.mem = strtoull(v, NULL, 10);
         else if (!strcmp(tok, "host")) {
             if (!host_matches(v)) return 0;
         } else if (!strcmp(tok, "mode")) {
-            if (!strcmp(v, "default")) g->dev.mode = FG_MODE_DEFAULT;
-            else if (!strcmp(v, "exclusive")) g->dev.mode = FG_MODE_EXCLUSIVE;
-            else if (!strcmp(v, "prohibited")) g->dev.mode = FG_MODE_PROHIBITED;
-            else die("FAKEGPU_DEVICES: mode=%s: expected default, exclusive or prohibited", v);
+            if (!strcmp(v, "default"))
+                g->dev.mode = FG_MODE_DEFAULT;
+            else if (!strcmp(v, "exclusive"))
+                g->dev.mode = FG_MODE_EXCLUSIVE;
+            else if (!strcmp(v, "prohibited"))
+                g->dev.mode = FG_MODE_PROHIBITED;
+            else
+                die("FAKEGPU_DEVICES: mode=%s: expected default, exclusive or prohibited", v);
         } else if (!strcmp(tok, "file")) {
             char *o = g->file, *end = g->file + sizeof g->file - 12;
             for (const char *p = v; *p && o < end; p++) {
@@ -152,8 +160,10 @@ static int parse_device(const char *attrs, int index, struct gpu_desc *g) {
             die("FAKEGPU_DEVICES: unknown key \"%s\" (bus, uuid, file, mode, mig, mem, host)", tok);
         }
     }
-    if (bus[0]) parse_bus(bus, g->dev.bus);
-    else snprintf(g->dev.bus, sizeof g->dev.bus, "0000:%02X:00.0", 0x10 + n_node);
+    if (bus[0])
+        parse_bus(bus, g->dev.bus);
+    else
+        snprintf(g->dev.bus, sizeof g->dev.bus, "0000:%02X:00.0", 0x10 + n_node);
     if (uuid[0]) {
         if (strncmp(uuid, "GPU-", 4)) die("FAKEGPU_DEVICES: uuid=%s does not start with GPU-", uuid);
         snprintf(g->dev.uuid_str, sizeof g->dev.uuid_str, "%s", uuid);

@@ -27,12 +27,12 @@ enum fg_mode { FG_MODE_DEFAULT = 0, FG_MODE_EXCLUSIVE = 3, FG_MODE_PROHIBITED = 
 
 /* One GPU of the node, or one MIG instance of it. */
 struct fg_dev {
-    char bus[16];             /* "0000:3B:00.0" */
-    unsigned char uuid[16];   /* what cudaDeviceProp.uuid holds */
-    char uuid_str[64];        /* "GPU-..." or "MIG-..." */
-    int mode;                 /* enum fg_mode */
-    int gpu;                  /* index of the physical GPU in the node's list */
-    size_t mem;               /* bytes cudaMalloc may hand out at once, 0: any */
+    char bus[16];           /* "0000:3B:00.0" */
+    unsigned char uuid[16]; /* what cudaDeviceProp.uuid holds */
+    char uuid_str[64];      /* "GPU-..." or "MIG-..." */
+    int mode;               /* enum fg_mode */
+    int gpu;                /* index of the physical GPU in the node's list */
+    size_t mem;             /* bytes cudaMalloc may hand out at once, 0: any */
 };
 
 /* What the driver returns; the fakes map them to CUDA's and NCCL's codes. */

@@ -176,8 +176,8 @@ static ncclResult_t join(struct ncclComm *c) {
         set_err(c, "fake NCCL: injected init failure on rank %d", c->rank);
         return ncclSystemError;
     }
-    int n = snprintf(line, sizeof line, "%d %s %s %d %d %llx\n", (int)getpid(), fg_host(), c->uuid, c->nranks,
-                     c->n_ids, (unsigned long long)c->ids_hash);
+    int n = snprintf(line, sizeof line, "%d %s %s %d %d %llx\n", (int)getpid(), fg_host(), c->uuid, c->nranks, c->n_ids,
+                     (unsigned long long)c->ids_hash);
     char name[64];
     snprintf(name, sizeof name, "rank.%d", c->rank);
     write_file(c, name, line, (size_t)n);
@@ -255,7 +255,8 @@ static ncclResult_t start(ncclComm_t *out, int nranks, int rank, int n_ids, cons
         /* The first rank of root i's block serves id i, so it must have made it. */
         if (n_ids > 1 && first_rank_of_root(i, nranks, n_ids) == rank &&
             (id->pid != getpid() || strncmp(id->host, fg_host(), sizeof id->host))) {
-            set_err(NULL, "fake NCCL: rank %d is the first rank of root %d's block, but id %d was made by pid %d on %.64s",
+            set_err(NULL,
+                    "fake NCCL: rank %d is the first rank of root %d's block, but id %d was made by pid %d on %.64s",
                     rank, i, i, id->pid, id->host);
             return ncclInvalidUsage;
         }
@@ -366,8 +367,10 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
 
 static size_t type_size(ncclDataType_t t) {
     switch (t) {
-    case ncclInt32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclFloat64: return 8;
+    case ncclInt32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclFloat64: return 8;
     default: return 0;
     }
 }
@@ -472,8 +475,10 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, n
     fg_work_begin(s);
     pthread_mutex_lock(&comm->mu);
     o->seq = ++comm->seq;
-    if (comm->tail) comm->tail->next = o;
-    else comm->head = o;
+    if (comm->tail)
+        comm->tail->next = o;
+    else
+        comm->head = o;
     comm->tail = o;
     if (!comm->worker_running) {
         comm->worker_running = 1;

@@ -18,16 +18,19 @@ int main(int argc, char **argv) {
     int n;
     const struct fg_dev *g = fg_node_gpus(&n);
     if (!g) {
-        fputs("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver (fake: FAKEGPU_DEVICES "
-              "is not set).\n",
-              stderr);
+        fputs(
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver (fake: FAKEGPU_DEVICES "
+            "is not set).\n",
+            stderr);
         return 9;
     }
     const char *query = NULL;
     int list = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-L")) list = 1;
-        else if (!strncmp(argv[i], "--query-gpu=", 12)) query = argv[i] + 12;
+        if (!strcmp(argv[i], "-L"))
+            list = 1;
+        else if (!strncmp(argv[i], "--query-gpu=", 12))
+            query = argv[i] + 12;
         else if (strncmp(argv[i], "--format=csv", 12)) {
             fprintf(stderr, "fake nvidia-smi: unsupported argument %s\n", argv[i]);
             return 2;
@@ -47,11 +50,16 @@ int main(int argc, char **argv) {
         int first = 1;
         for (f = strtok_r(fields, ",", &save); f; f = strtok_r(NULL, ",", &save), first = 0) {
             if (!first) fputs(", ", stdout);
-            if (!strcmp(f, "index")) printf("%d", i);
-            else if (!strcmp(f, "pci.bus_id")) printf("0000%s", g[i].bus); /* 8-digit domain, as nvidia-smi */
-            else if (!strcmp(f, "uuid")) fputs(g[i].uuid_str, stdout);
-            else if (!strcmp(f, "compute_mode")) fputs(mode_name(g[i].mode), stdout);
-            else if (!strcmp(f, "name")) fputs("Fake GPU", stdout);
+            if (!strcmp(f, "index"))
+                printf("%d", i);
+            else if (!strcmp(f, "pci.bus_id"))
+                printf("0000%s", g[i].bus); /* 8-digit domain, as nvidia-smi */
+            else if (!strcmp(f, "uuid"))
+                fputs(g[i].uuid_str, stdout);
+            else if (!strcmp(f, "compute_mode"))
+                fputs(mode_name(g[i].mode), stdout);
+            else if (!strcmp(f, "name"))
+                fputs("Fake GPU", stdout);
             else {
                 fprintf(stderr, "fake nvidia-smi: unknown field %s\n", f);
                 return 2;

@@ -81,8 +81,15 @@ static double through(const char *const *env) {
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 10;
-    static const char *mine[] = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1", "NODE_RANK=0",
-                                 "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "DIST_BIND_BOOTSTRAP=tcp", "DIST_BIND_DEVICE=0",
+    static const char *mine[] = {"RANK=0",
+                                 "WORLD_SIZE=1",
+                                 "LOCAL_RANK=0",
+                                 "LOCAL_WORLD_SIZE=1",
+                                 "NODE_RANK=0",
+                                 "MASTER_ADDR=127.0.0.1",
+                                 "MASTER_PORT=1",
+                                 "DIST_BIND_BOOTSTRAP=tcp",
+                                 "DIST_BIND_DEVICE=0",
                                  NULL};
     if (n < 1 || !load() || set_device(0) != 0) {
         printf("ERR cannot load libcudart/libnccl from the loader's path, or no device 0\n");

@@ -67,17 +67,20 @@ static int comm_device(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: gpu_nccl_rank null|nonblocking|config-nb|config-b|config-bad|config-size|none|hold "
-                        "[--thread] "
-                        "[--check BYTES ITERS] [--abort]\n");
+        fprintf(stderr,
+                "usage: gpu_nccl_rank null|nonblocking|config-nb|config-b|config-bad|config-size|none|hold "
+                "[--thread] "
+                "[--check BYTES ITERS] [--abort]\n");
         return 2;
     }
     const char *mode = argv[1];
     int thread = 0, abort_after = 0, iters = 0;
     size_t bytes = 0;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--thread")) thread = 1;
-        else if (!strcmp(argv[i], "--abort")) abort_after = 1;
+        if (!strcmp(argv[i], "--thread"))
+            thread = 1;
+        else if (!strcmp(argv[i], "--abort"))
+            abort_after = 1;
         else if (!strcmp(argv[i], "--check") && i + 2 < argc) {
             bytes = strtoul(argv[++i], NULL, 10);
             iters = atoi(argv[++i]);

@@ -50,8 +50,8 @@ static void trace_env(spank_t sp, const char *what) {
 
     if (!trace_file[0] || !trace_vars[0]) return;
     if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) env = NULL;
-    used = (size_t)snprintf(line, sizeof line, "%s context=%d remote=1 pid=%d", what, (int)spank_context(),
-                            (int)getpid());
+    used =
+        (size_t)snprintf(line, sizeof line, "%s context=%d remote=1 pid=%d", what, (int)spank_context(), (int)getpid());
     snprintf(vars, sizeof vars, "%s", trace_vars);
     for (v = strtok_r(vars, ",", &save); v && used < sizeof line; v = strtok_r(NULL, ",", &save)) {
         const char *value = "-";
