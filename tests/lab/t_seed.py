@@ -3,9 +3,11 @@
 job without it.  In the cgroup configuration the site has installed the
 packaged cli_filter, so --dist-bind gets every step GPU openable."""
 # lab-configs: plain cgroup
+import os
+import subprocess
 import sys
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, device_of
+from labkit import Lab, Test, check_mapping, bound_own, device_of, ROOT, PLUGIN, HERE
 
 t = Test("seed")
 with Lab() as lab:
@@ -35,4 +37,25 @@ with Lab() as lab:
          "verbose line of rank 3 names host, local rank, GPUs, visible list: %s" % lines[:1])
     if lab.cgroup:
         t.ok(all("device cgroup" in l for l in lines), "verbose says Slurm numbers the lists inside the cgroup")
+
+
+LAB_SH = os.path.join(HERE, "lab.sh")
+
+# Each slurmd names the plugin's version once, when it loads it at start (a
+# lab whose plugstack.conf names the plugin before the slurmds start).
+with open(os.path.join(ROOT, "VERSION")) as f:
+    version = f.read().split()[0]
+up = subprocess.run([LAB_SH, "up", "--plugin", PLUGIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+labdir = up.stdout.strip().splitlines()[-1] if up.returncode == 0 else None
+try:
+    t.eq(up.returncode, 0, "a lab with the plugin in plugstack.conf at start (%s)" % up.stderr.strip()[-300:])
+    for node in ("node1", "node2"):
+        log = ""
+        if labdir:
+            with open(os.path.join(labdir, node, "slurmd.log"), errors="replace") as f:
+                log = f.read()
+        t.eq(log.count("dist-bind %s loaded" % version), 1, "%s's slurmd log names dist-bind %s once" % (node, version))
+finally:
+    if labdir:
+        subprocess.run([LAB_SH, "down", labdir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 t.done()
