@@ -30,7 +30,6 @@ FLAGS.lib/runtime := $(RT_FLAGS)
 RT_LIBS     := -ldl -pthread -lsodium
 
 RT_LIB      := $(B)/libdistbind.so
-RT_ARCHIVE  := $(B)/libdistbind.a
 RT_SONAME   := libdistbind.so.$(DB_ABI)
 RT_PIC      := $(call objs,pic,$(RT_SRC))
 # plan.cc (distbind_plan_dry_run) calls lib/topo: only the shared library
@@ -47,11 +46,7 @@ $(RT_LIB): $(RT_PIC) $(TOPO_LIB) lib/runtime/distbind.map
 	    -Wl,--version-script=lib/runtime/distbind.map $(RT_LIBS) $(HWLOC_LIBS) $(LDFLAGS)
 	ln -sf libdistbind.so $(B)/$(RT_SONAME)
 
-$(RT_ARCHIVE): $(RT_PIC)
-	rm -f $@
-	ar rcs $@ $(RT_PIC)
-
-BUILD_TARGETS   += $(RT_LIB) $(RT_ARCHIVE)
+BUILD_TARGETS   += $(RT_LIB)
 INSTALL_TARGETS += install-runtime
 
 # The real file is named by its soname: libdistbind.so.$(DB_ABI).
