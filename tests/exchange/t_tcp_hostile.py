@@ -34,7 +34,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xkit import SECRET, WORKER, Result, Test, free_port, need_worker, rank_env  # noqa: E402
+from xkit import SECRET, WORKER, Test, collect, free_port, need_worker, rank_env  # noqa: E402
 
 SAN_WORKER = WORKER + "_san"
 MAGIC = 0x32584244
@@ -139,16 +139,7 @@ def start(rank, world, port, delay=0.0, worker=WORKER, env=None, prefix=()):
 
 def finish(procs):
     """Wait for every rank, at most TIMEOUT + SLACK from now; {rank: Result}."""
-    end, res = time.monotonic() + TIMEOUT + SLACK, {}
-    for r, p in procs.items():
-        try:
-            out, err = p.communicate(timeout=max(1, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            err += "\n(killed: still running %ds past its timeout)" % SLACK
-        res[r] = Result(p.returncode, out, err)
-    return res
+    return collect(procs, TIMEOUT + SLACK)
 
 
 def listen_ports(pid):

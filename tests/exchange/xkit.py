@@ -105,6 +105,12 @@ def run_ranks(world, args, skip=(), env=None, per_rank=None, worker=WORKER, port
     if gate:
         os.close(rfd)
         os.close(wfd)  # every rank reads end-of-file at once
+    return collect(procs, bound)
+
+
+def collect(procs, bound):
+    """Wait for every process, at most `bound` seconds from now, killing
+    what is left; {rank: Result}."""
     res = {}
     end = time.monotonic() + bound
     for r, p in procs.items():
