@@ -23,8 +23,9 @@
 # lab/t_name[24.11,cgroup].  A test with a line "# lab-releases: native"
 # runs on this machine's release only.
 #
-# Each test's output goes to build/test-logs/; a failing test's tail is
-# printed.  The last line is the summary: "N passed, N failed, N skipped".
+# Each test's output goes to build/test-logs/; a failing test's failed
+# checks (lines "FAIL ...") and its tail are printed.  The last line is
+# the summary: "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -120,6 +121,9 @@ for t in "${selected[@]}"; do
         [ $rc -eq 77 ] && echo "(skipped, which counts as a failure under DIST_BIND_CI)" >>"$log"
         [ $rc -eq 124 ] && echo "(timed out after ${TIMEOUT}s)" >>"$log"
         printf 'FAIL %-28s %6ss  (exit %d, log %s)\n' "$level/$name" "$secs" "$rc" "${log#$ROOT/}"
+        # The failed checks first (a long log's tail may not hold them),
+        # then the tail.
+        grep -m 10 '^ *FAIL ' "$log" | sed 's/^/    ! /'
         tail -n 40 "$log" | sed 's/^/    | /'
     fi
 done

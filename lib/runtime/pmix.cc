@@ -46,8 +46,7 @@ std::unique_ptr<Exchange> make_pmix(const ExchangeConfig &) {
 
 namespace {
 
-// The PMIx client: one per process, initialised once and finalised when
-// the last user lets go.
+// The PMIx client: one per process, initialised once and finalised at exit.
 struct Session {
     void *dl = nullptr;
     decltype(&PMIx_Init) init = nullptr;
@@ -71,7 +70,13 @@ struct Session {
 };
 
 std::mutex g_mu;
-std::weak_ptr<Session> g_session;
+// Kept for the life of the process, like PMI2's: a handle made after
+// another was destroyed reuses the connection.  Finalising and initialising
+// again races with the other ranks: a server that sees a client finalise
+// drops it from the collectives under way, so the first fence of a rank
+// that is already on its second handle could complete without the slow
+// one or hang (openpmix issue 3931; PMIx 4.2 and 5.0 have it).
+std::shared_ptr<Session> g_session;
 // Collective numbers are the process's, so keys of two handles never
 // collide, also across a PMIx_Finalize and a new PMIx_Init (the server may
 // still hold what the first session put); handles on different threads
@@ -88,7 +93,7 @@ void sym(void *dl, T &out, const char *name) {
 
 std::shared_ptr<Session> session(double timeout_s) {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (auto s = g_session.lock()) return s;
+    if (g_session) return g_session;
     if (g_init_stuck)
         fail(DISTBIND_ERR_STATE,
              "PMIx is unusable in this process: an earlier PMIx_Init did not return within "

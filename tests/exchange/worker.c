@@ -9,8 +9,11 @@
  *   xchg_worker badlen          rank 1 passes another size to allgather
  *   xchg_worker toobig          every rank broadcasts 1 byte over the limit
  *                               (refused, ARG), then a barrier
- *   xchg_worker twice           barrier, destroy the handle, make a new one
- *                               (must use the same bootstrap), barrier
+ *   xchg_worker twice [SECS]    barrier, destroy the handle, make a new one
+ *                               (must use the same bootstrap), barrier; with
+ *                               SECS the last rank waits that long before it
+ *                               destroys, so the others' second set-up is
+ *                               under way when it does
  *   xchg_worker again SECS RANK rank RANK sleeps SECS before a barrier; the
  *                               others' barrier must time out, then they
  *                               destroy and init again, and print how the
@@ -186,6 +189,7 @@ int main(int argc, char **argv) {
         char first[16];
         snprintf(first, sizeof first, "%s", distbind_bootstrap(db));
         check(distbind_barrier(db), "barrier");
+        if (argc > 2 && rank == distbind_world_size(db) - 1) usleep((useconds_t)(atof(argv[2]) * 1e6));
         distbind_destroy(db);
         db = NULL;
         st = distbind_init(&db);
@@ -217,7 +221,7 @@ int main(int argc, char **argv) {
         return 0;
     } else {
         fprintf(stderr,
-                "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice|again SECS RANK|bench "
+                "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice [SECS]|again SECS RANK|bench "
                 "ITERS\n");
         return 2;
     }

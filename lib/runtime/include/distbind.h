@@ -33,12 +33,13 @@
  *       - CUDA calls (distbind_set_device's cudaGetDeviceCount,
  *         cudaSetDevice, ...), which wait for the driver;
  *       - distbind_destroy: ncclCommDestroy (it waits for the
- *         communicator's queued work) and PMIx_Finalize when the last
- *         handle goes; PMI2_Finalize, at process exit;
+ *         communicator's queued work); PMIx_Finalize and PMI2_Finalize,
+ *         at process exit;
  *       - loading libpmix, libpmi2, libcudart and libnccl (dlopen).
- *   - PMI2 stays connected until the process exits (Slurm's PMI2 cannot be
- *     initialised again after PMI2_Finalize): a handle made after another
- *     was destroyed uses the same connection.
+ *   - PMIx and PMI2 stay connected until the process exits (Slurm's PMI2
+ *     cannot be initialised again after PMI2_Finalize; a PMIx server drops
+ *     a finalising client from collectives other ranks have begun): a
+ *     handle made after another was destroyed uses the same connection.
  *   - A handle is not thread-safe: use it from one thread at a time.
  *     Different handles on different threads share nothing unsynchronised.
  *   - The library loads libpmix, Slurm's libpmi2, libcudart and libnccl with
