@@ -78,9 +78,8 @@ std::mutex g_mu;
 // one or hang (openpmix issue 3931; PMIx 4.2 and 5.0 have it).
 std::shared_ptr<Session> g_session;
 // Collective numbers are the process's, so keys of two handles never
-// collide, also across a PMIx_Finalize and a new PMIx_Init (the server may
-// still hold what the first session put); handles on different threads
-// share it.
+// collide (the server still holds what an earlier handle put); handles on
+// different threads share it.
 std::atomic<uint32_t> g_seq{0};
 // PMIx_Init did not return in time: a helper thread may still be inside it.
 bool g_init_stuck = false;

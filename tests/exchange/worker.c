@@ -221,8 +221,8 @@ int main(int argc, char **argv) {
         return 0;
     } else {
         fprintf(stderr,
-                "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice [SECS]|again SECS RANK|bench "
-                "ITERS\n");
+                "usage: xchg_worker roundtrip|root-exits|late SECS RANKS|badlen|toobig|twice [SECS]|"
+                "again SECS RANK|bench ITERS\n");
         return 2;
     }
     /* secret_env: whether DIST_BIND_SECRET is still in this process's environment. */
