@@ -75,7 +75,7 @@ std::mutex g_mu;
 // again races with the other ranks: a server that sees a client finalise
 // drops it from the collectives under way, so the first fence of a rank
 // that is already on its second handle could complete without the slow
-// one or hang (openpmix issue 3931; PMIx 4.2 and 5.0 have it).
+// one or hang (openpmix issue 3931; seen here on Slurm 24.11's PMIx 5.0).
 std::shared_ptr<Session> g_session;
 // Collective numbers are the process's, so keys of two handles never
 // collide (the server still holds what an earlier handle put); handles on
