@@ -18,7 +18,9 @@
  *                               others' barrier must time out, then they
  *                               destroy and init again, and print how the
  *                               second init went
- *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier)
+ *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier);
+ *                               every rank prints when its set-up began
+ *                               (CLOCK_MONOTONIC) and how long it took
  *
  * With XCHG_START_FD=N every rank waits for end-of-file on fd N before
  * distbind_init (the launcher closes it once all run), so rank 0's init_us
@@ -216,7 +218,7 @@ int main(int argc, char **argv) {
         }
     } else if (!strcmp(mode, "bench") && argc > 2) {
         bench(atoi(argv[2]));
-        if (rank == 0) printf("INIT world=%d init_us=%.0f\n", distbind_world_size(db), init_us);
+        printf("INIT rank=%d world=%d t0_us=%.0f init_us=%.0f\n", rank, distbind_world_size(db), t0, init_us);
         distbind_destroy(db);
         return 0;
     } else {
