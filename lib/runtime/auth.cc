@@ -41,11 +41,10 @@ bool Secret::parse_hex(std::string_view hex) {
     return ok;
 }
 
-Nonce fresh_nonce() {
-    Nonce n{};
+void fill_random(uint8_t *p, size_t n) {
     size_t got = 0;
-    while (got < n.size()) {
-        ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+    while (got < n) {
+        ssize_t r = getrandom(p + got, n - got, 0);
         if (r > 0) {
             got += static_cast<size_t>(r);
         } else if (r < 0 && errno != EINTR) {
@@ -53,7 +52,19 @@ Nonce fresh_nonce() {
             fail(DISTBIND_ERR_SYSTEM, std::string("getrandom failed: ") + strerror_r(errno, buf, sizeof buf));
         }
     }
-    return n;
+}
+
+NoncePool::~NoncePool() { wipe(buf_.data(), sizeof buf_); }
+
+Nonce NoncePool::next() {
+    if (left_ == 0) {
+        fill_random(buf_.data()->data(), sizeof buf_);
+        left_ = kBatch;
+    }
+    Nonce &n = buf_[--left_];
+    Nonce out = n;
+    wipe(n.data(), n.size());
+    return out;
 }
 
 Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
@@ -74,6 +85,10 @@ Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, co
     crypto_auth_hmacsha256_final(&st, out.data());
     sodium_memzero(&st, sizeof st);
     return out;
+}
+
+Proofs prove_both(const Secret &s, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
+    return Proofs{prove(s, Role::Client, hello_body, server_nonce), prove(s, Role::Server, hello_body, server_nonce)};
 }
 
 bool same(const Mac &a, const uint8_t *b) { return sodium_memcmp(a.data(), b, a.size()) == 0; }

@@ -46,13 +46,41 @@ class Secret {
 // first, answering the Hello) or the one that opened it.
 enum class Role : uint8_t { Server = 'S', Client = 'C' };
 
-// From the kernel's random source; throws Failure(SYSTEM) if it fails.
-Nonce fresh_nonce();
+// n bytes from the kernel's random source (getrandom); throws
+// Failure(SYSTEM) if it fails.
+void fill_random(uint8_t *p, size_t n);
+
+// Nonces drawn from the kernel several at a time (one system call for a
+// rank's whole set-up, or for rank 0's next 16 challenges); each is handed
+// out once and wiped from the pool as it goes.  One per handle: never
+// shared across a fork.
+class NoncePool {
+  public:
+    NoncePool() = default;
+    NoncePool(const NoncePool &) = delete;
+    NoncePool &operator=(const NoncePool &) = delete;
+    ~NoncePool();
+    Nonce next();
+
+  private:
+    static constexpr size_t kBatch = 16;
+    std::array<Nonce, kBatch> buf_{};
+    size_t left_ = 0;
+};
 
 // The proof of `role` for one handshake: HMAC over the Hello's body as the
 // client sent it (client rank, server rank, world size, step, the client's
 // nonce) and the server's nonce.
 Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
+
+// Both ends' proofs for one handshake, made together: each end makes them
+// at its first step of the handshake and later only compares, so the
+// HMAC's code runs once per handshake and end, while it is in the cache
+// (with hundreds of ranks to a core, a rank's next turn finds it cold).
+struct Proofs {
+    Mac client{}, server{};
+};
+Proofs prove_both(const Secret &s, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
 
 // Constant-time comparison.
 bool same(const Mac &a, const uint8_t *b);

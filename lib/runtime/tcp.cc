@@ -26,6 +26,7 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
              "`openssl rand -hex 32`), or set DIST_BIND_TCP_INSECURE=1 on every rank to let anyone who can reach "
              "MASTER_PORT join the step");
     cred_.secret = c_.tcp_insecure ? nullptr : &c_.secret;
+    cred_.nonces = &nonces_;
     cred_.rank = c.rank;
     cred_.world = c.world;
     cred_.step = c.step_key;

@@ -156,6 +156,7 @@ class TcpExchange final : public Exchange {
     ExchangeConfig c_;
     Tree tree_;
     double grace_ = 1;
+    auth::NoncePool nonces_;
     Credentials cred_;
     auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is
@@ -214,6 +215,8 @@ class TcpExchange final : public Exchange {
     // Rank 0 stops the set-up: every registered rank hears why, directly.
     void abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                           const std::string &msg);
+    // Rank 0's answer to a registration (Welcome or Reject; tcp_setup.cc).
+    void answer(Admitted &a, Msg type, const Verdict &v, const Deadline &d);
     // After a failed set-up, answer the ranks still registering with the
     // reason (instead of leaving them to time out), until each has heard
     // it or the deadline passes.

@@ -46,21 +46,43 @@ bool send_whole(int fd, const std::vector<uint8_t> &f) {
 // older than this and the door is full: a rank answers within microseconds.
 constexpr double kEvictAge = 0.2;
 
+// What one read takes when reading ahead: a Hello, its proof and a
+// registration come in one read.
+constexpr size_t kReadAhead = 1024;
+
 }  // namespace
 
 // ---- FrameReader ------------------------------------------------------------
 
-void FrameReader::start(size_t max_body) {
+void FrameReader::start(size_t max_body, bool read_ahead) {
     have_ = 0;
     max_ = max_body;
     in_body_ = false;
+    read_ahead_ = read_ahead;
     body_.clear();
+}
+
+long FrameReader::take(int fd, uint8_t *p, size_t n) {
+    if (!ahead_.empty()) {
+        size_t k = std::min(n, ahead_.size());
+        std::memcpy(p, ahead_.data(), k);
+        ahead_.erase(ahead_.begin(), ahead_.begin() + static_cast<long>(k));
+        return static_cast<long>(k);
+    }
+    if (!read_ahead_ || n >= kReadAhead) return recv_some(fd, p, n);
+    uint8_t buf[kReadAhead];
+    long got = recv_some(fd, buf, sizeof buf);
+    if (got <= 0) return got;
+    size_t k = std::min(n, static_cast<size_t>(got));
+    std::memcpy(p, buf, k);
+    ahead_.assign(buf + k, buf + got);
+    return static_cast<long>(k);
 }
 
 int FrameReader::pump(int fd) {
     for (;;) {
         if (!in_body_) {
-            long n = recv_some(fd, head_ + have_, kHeader - have_);
+            long n = take(fd, head_ + have_, kHeader - have_);
             if (n < 0) return -1;
             if (n == 0) return 0;
             have_ += static_cast<size_t>(n);
@@ -71,7 +93,7 @@ int FrameReader::pump(int fd) {
             in_body_ = true;
         }
         if (have_ == body_.size()) return 1;
-        long n = recv_some(fd, body_.data() + have_, body_.size() - have_);
+        long n = take(fd, body_.data() + have_, body_.size() - have_);
         if (n < 0) return -1;
         if (n == 0) return 0;
         have_ += static_cast<size_t>(n);
@@ -89,6 +111,7 @@ struct Door::Conn {
     std::vector<uint8_t> hello_body;
     Hello hello;
     auth::Nonce server_nonce{};
+    auth::Proofs proofs;  // once the server's nonce is known
 };
 
 Door::Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
@@ -126,16 +149,30 @@ void Door::accept_all() {
         c->s = std::move(s);
         c->since = Clock::now();
         c->until = c->since + secs_dur(me_.budget_s);
-        c->in.start(kMaxHello);
+        c->in.start(kMaxHello, true);
         conns_.push_back(std::move(c));
-        if (me_.secret && !announced_) {
-            // The challenge, at once: the client proves over it in its Hello's write.
-            Conn &n = *conns_.back();
-            n.server_nonce = auth::fresh_nonce();
-            if (!send_whole(n.s.fd(), frame(Msg::Challenge, 0, 0, encode(Challenge{n.server_nonce}))))
-                drop(conns_.size() - 1, "it does not read");
-        }
     }
+}
+
+bool Door::challenge(size_t i) {
+    Conn &c = *conns_[i];
+    if (c.in.read_past()) {
+        drop(i, "it sent more than its Hello before this rank's challenge");
+        return false;
+    }
+    c.server_nonce = me_.nonces->next();
+    c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+    Ack ack;
+    ack.proof = c.proofs.server;
+    std::vector<uint8_t> out = frame(Msg::Challenge, 0, 0, encode(Challenge{c.server_nonce}));
+    std::vector<uint8_t> proof = frame(Msg::Ack, 0, 0, encode(ack));
+    out.insert(out.end(), proof.begin(), proof.end());
+    out.insert(out.end(), greeting_.begin(), greeting_.end());
+    if (!send_whole(c.s.fd(), out)) {
+        drop(i, "it does not read");
+        return false;
+    }
+    return true;
 }
 
 bool Door::progress(size_t i) {
@@ -171,20 +208,28 @@ bool Door::progress(size_t i) {
                 return false;
             }
             c.hello_body = c.in.body();
-            if (c.hello.mode == Mode::Announced) c.server_nonce = *announced_;
+            if (me_.secret && c.hello.mode == Mode::Challenge && !challenge(i)) return false;
+            if (c.hello.mode == Mode::Announced) {
+                c.server_nonce = *announced_;
+                c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+            }
             c.phase = me_.secret ? Conn::AwaitProof : Conn::AwaitFirst;
-            c.in.start(me_.secret ? kMaxProof : max_first_);
+            c.in.start(me_.secret ? kMaxProof : max_first_, true);
         } else if (c.phase == Conn::AwaitProof) {
-            auth::Mac want = auth::prove(*me_.secret, auth::Role::Client, c.hello_body, c.server_nonce);
+            const auth::Mac &want = c.proofs.client;
             if (h.type != Msg::Proof || c.in.body().size() != want.size() || !auth::same(want, c.in.body().data())) {
                 drop(i, "its proof does not match this step's secret");
                 return false;
             }
             c.phase = Conn::AwaitFirst;
-            c.in.start(max_first_);
+            c.in.start(max_first_, true);
         } else {
             if (!first_.count(h.type)) {
                 drop(i, "it proved itself, then sent a message that does not belong here");
+                return false;
+            }
+            if (c.in.read_past()) {
+                drop(i, "it sent more than its first message before this rank answered");
                 return false;
             }
             return true;
@@ -202,9 +247,10 @@ void Door::admit(size_t i) {
     a.first.seq = c->in.header().seq;
     a.first.body = std::move(c->in.body());
     a.peer = c->peer;
-    if (me_.secret) {
+    // Rank 0's proof went out with its challenge.
+    if (me_.secret && a.hello.mode == Mode::Announced) {
         Ack ack;
-        ack.proof = auth::prove(*me_.secret, auth::Role::Server, c->hello_body, c->server_nonce);
+        ack.proof = c->proofs.server;
         a.ack = frame(Msg::Ack, 0, 0, encode(ack));
     }
     conns_.erase(conns_.begin() + static_cast<long>(i));
@@ -254,7 +300,7 @@ std::optional<Admitted> Door::next(const Deadline &d) {
 namespace {
 
 struct DialState {
-    enum Phase { Wait, Connecting, AwaitAck, AwaitReply, Done, Failed } phase = Wait;
+    enum Phase { Wait, Connecting, AwaitChallenge, AwaitAck, AwaitReply, Done, Failed } phase = Wait;
     Clock::time_point wake{}, until{};
     std::chrono::milliseconds pause{10};
     Socket s;
@@ -262,7 +308,12 @@ struct DialState {
     FrameReader in;
     std::vector<uint8_t> hello_body;
     auth::Nonce server_nonce{};
+    auth::Proofs proofs;  // once the server's nonce is known
 };
+
+std::vector<uint8_t> proof_frame(const DialState &s) {
+    return frame(Msg::Proof, 0, 0, std::vector<uint8_t>(s.proofs.client.begin(), s.proofs.client.end()));
+}
 
 bool retryable(int err, bool refused) {
     if (err == ECONNREFUSED) return refused;
@@ -270,7 +321,9 @@ bool retryable(int err, bool refused) {
            err == EINTR || err == ECONNABORTED || err == EADDRNOTAVAIL;
 }
 
-// The Hello, its proof and the message, in one write.
+// The Hello, its proof and the message, in one write; to a server that
+// challenges, the Hello alone (the proof and the message follow its
+// challenge and its proof: finish()).
 IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     Hello h;
     h.mode = s.mode;
@@ -278,15 +331,17 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     h.server = static_cast<uint32_t>(x.rank);
     h.world = static_cast<uint32_t>(me.world);
     h.step = me.step;
-    if (me.secret) h.nonce = auth::fresh_nonce();
+    if (me.secret) h.nonce = me.nonces->next();
     s.hello_body = encode(h);
     std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
-    if (me.secret) {
-        auth::Mac mine = auth::prove(*me.secret, auth::Role::Client, s.hello_body, s.server_nonce);
-        std::vector<uint8_t> p = frame(Msg::Proof, 0, 0, std::vector<uint8_t>(mine.begin(), mine.end()));
-        out.insert(out.end(), p.begin(), p.end());
+    if (s.mode != Mode::Challenge) {
+        if (me.secret) {
+            s.proofs = auth::prove_both(*me.secret, s.hello_body, s.server_nonce);
+            std::vector<uint8_t> p = proof_frame(s);
+            out.insert(out.end(), p.begin(), p.end());
+        }
+        out.insert(out.end(), x.first.begin(), x.first.end());
     }
-    out.insert(out.end(), x.first.begin(), x.first.end());
     return send_all(s.s.fd(), out, Deadline{s.until});
 }
 
@@ -359,9 +414,16 @@ class Dialer {
     void sent(size_t i) {
         Dial &x = dials_[i];
         DialState &s = st_[i];
-        if (me_.secret && x.verify) {
+        if (s.mode == Mode::Challenge) {
+            // Its challenge, its proof and its greeting come in one write.
+            s.phase = DialState::AwaitChallenge;
+            s.in.start(auth::kNonceBytes, true);
+        } else if (me_.secret && x.verify) {
             s.phase = DialState::AwaitAck;
-            s.in.start(auth::kMacBytes);
+            // Rank 0's proof comes with its answer; a child's on the tree
+            // may have the child's first message behind it, which is the
+            // link's to read.
+            s.in.start(auth::kMacBytes, x.await_reply);
         } else {
             acked(i);
         }
@@ -370,10 +432,22 @@ class Dialer {
         DialState &s = st_[i];
         if (dials_[i].await_reply) {
             s.phase = DialState::AwaitReply;
-            s.in.start(kMaxReply);
+            s.in.start(kMaxReply, true);
         } else {
-            s.phase = DialState::Done;
+            finish(i);
         }
+    }
+    // Where the server challenged: it has proved itself (and greeted), so
+    // this rank's proof and the message go now, and nothing comes back.
+    void finish(size_t i) {
+        DialState &s = st_[i];
+        if (s.mode == Mode::Challenge) {
+            std::vector<uint8_t> out = proof_frame(s);
+            out.insert(out.end(), dials_[i].first.begin(), dials_[i].first.end());
+            IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
+            if (!r.ok()) return failed(i, "the connection broke before this rank's proof (" + r.str() + ")", true);
+        }
+        s.phase = DialState::Done;
     }
 
     // Starts the dials whose pause is over; fails those past their time.
@@ -396,31 +470,31 @@ class Dialer {
                 }
                 s.mode = !me_.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 if (x.announced) s.server_nonce = *x.announced;
-                s.in.start(auth::kNonceBytes);  // the challenge, in Mode::Challenge
+                s.in.reset();
                 s.phase = DialState::Connecting;
                 s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
                 failed(i,
-                       s.phase != DialState::Connecting ? "it did not finish the handshake in time"
-                       : s.mode == Mode::Challenge      ? "it accepted the connection but sent no challenge in time"
-                                                        : "cannot connect (the connection was not accepted in time)",
+                       s.phase == DialState::Connecting ? "cannot connect (the connection was not accepted in time)"
+                       : s.phase == DialState::AwaitChallenge
+                           ? "it accepted the connection but sent no challenge in time"
+                           : "it did not finish the handshake in time",
                        true);
             }
         }
     }
 
-    // A challenged connection is ready when its challenge is there (or it
-    // failed); the others when they can be written to.  Returns when to
-    // wake at the latest.
+    // A connection is ready when it can be written to (or failed), then
+    // when what it waits for is there.  Returns when to wake at the latest.
     Clock::time_point poll_set(std::vector<pollfd> &p, std::vector<size_t> &who) const {
         Clock::time_point wake = d_.at;
         for (size_t i = 0; i < dials_.size(); i++) {
             const DialState &s = st_[i];
             if (s.phase == DialState::Wait) wake = std::min(wake, s.wake);
-            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitAck ||
-                s.phase == DialState::AwaitReply) {
+            if (s.phase == DialState::Connecting || s.phase == DialState::AwaitChallenge ||
+                s.phase == DialState::AwaitAck || s.phase == DialState::AwaitReply) {
                 wake = std::min(wake, s.until);
-                bool out = s.phase == DialState::Connecting && s.mode != Mode::Challenge;
+                bool out = s.phase == DialState::Connecting;
                 p.push_back({s.s.fd(), static_cast<short>(out ? POLLOUT : POLLIN), 0});
                 who.push_back(i);
             }
@@ -428,12 +502,19 @@ class Dialer {
         return wake;
     }
 
+    // What a read brought in may hold the next step's message too (read
+    // ahead): each step runs while its phase moves on and bytes are left.
     void on_ready(size_t i) {
-        switch (st_[i].phase) {
-        case DialState::Connecting: on_connected(i); break;
-        case DialState::AwaitAck: on_ack(i); break;
-        case DialState::AwaitReply: on_reply(i); break;
-        default: break;
+        for (;;) {
+            const DialState::Phase was = st_[i].phase;
+            switch (was) {
+            case DialState::Connecting: on_connected(i); break;
+            case DialState::AwaitChallenge: on_challenge(i); break;
+            case DialState::AwaitAck: on_ack(i); break;
+            case DialState::AwaitReply: on_reply(i); break;
+            default: return;
+            }
+            if (st_[i].phase == was || !st_[i].in.read_past()) return;
         }
     }
 
@@ -441,17 +522,22 @@ class Dialer {
         DialState &s = st_[i];
         int err = connect_error(s.s.fd());
         if (err != 0) return cannot_connect(i, err);
-        if (s.mode == Mode::Challenge) {
-            int got = s.in.pump(s.s.fd());
-            if (got == 0) return;
-            Challenge ch;
-            if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
-                return failed(i, "it closed the connection, or sent something that is not the handshake", true);
-            s.server_nonce = ch.nonce;
-        }
         IoResult r = open_with(dials_[i], s, me_);
         if (!r.ok()) return failed(i, "the connection broke as it opened (" + r.str() + ")", true);
         sent(i);
+    }
+
+    void on_challenge(size_t i) {
+        DialState &s = st_[i];
+        int got = s.in.pump(s.s.fd());
+        if (got == 0) return;
+        Challenge ch;
+        if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
+            return failed(i, "it closed the connection, or sent something that is not the handshake", true);
+        s.server_nonce = ch.nonce;
+        s.proofs = auth::prove_both(*me_.secret, s.hello_body, s.server_nonce);
+        s.phase = DialState::AwaitAck;
+        s.in.start(auth::kMacBytes, true);
     }
 
     void on_ack(size_t i) {
@@ -463,7 +549,7 @@ class Dialer {
         // (another step's secret), or dropped the connection; either way,
         // again.
         if (got < 0 || s.in.header().type != Msg::Ack || !decode(s.in.body(), ack) ||
-            !auth::same(auth::prove(*me_.secret, auth::Role::Server, s.hello_body, s.server_nonce), ack.proof.data()))
+            !auth::same(s.proofs.server, ack.proof.data()))
             return failed(i, "it did not prove that it knows this step's secret", true);
         acked(i);
     }
@@ -478,7 +564,7 @@ class Dialer {
         x.reply.op = s.in.header().op;
         x.reply.seq = s.in.header().seq;
         x.reply.body = std::move(s.in.body());
-        s.phase = DialState::Done;
+        finish(i);
     }
 };
 

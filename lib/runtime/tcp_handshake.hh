@@ -1,23 +1,32 @@
 // The start of every connection between two ranks of the TCP bootstrap.
 //
-// The rank that connects (the client) sends a Hello: its rank, the rank it
-// wants, the world size and step it believes in, a fresh nonce; then its
-// proof that it knows the step's secret (HMAC over the Hello and a nonce of
-// the server's) and, in the same write, the message the connection is for
-// (a registration, a tree, an abort).  The server checks the proof before
-// it reads the message, then answers with its own proof (Ack, over the
-// same Hello: fresh for the client) ahead of anything else.  The server's
-// nonce is either
-//   - Challenge (rank 0, taking registrations): a fresh one it sends the
-//     moment it accepts, which the client waits for before its Hello; or
-//   - Announced (every other rank): the fresh one it announced in its own
-//     registration, which reached the client through rank 0 and the tree.
-// Either way a handshake costs the client one round trip, as the message
-// alone would.  What goes ahead of the server's proof is set-up data (a
-// listener's address and announced nonce: of no use without the secret);
-// no collective's data ever goes to a connection that has not proved
-// itself, and a connection that does not prove itself changes nothing: it
-// is dropped and counted (debug).
+// The rank that connects (the client) opens with a Hello: its rank, the
+// rank it wants, the world size and step it believes in, a fresh nonce.
+// Both ends prove they know the step's secret with an HMAC over the Hello
+// and a nonce of the server's, one proof per role (auth.hh), and the
+// server's nonce is either
+//   - Announced (every rank but 0): the fresh one the server announced in
+//     its own registration, which reached the client through rank 0 and
+//     the tree.  The client's proof and the message the connection is for
+//     (a tree, an abort) go in the Hello's write; the server checks the
+//     proof before it reads the message, then answers with its own proof
+//     (Ack) ahead of anything else.
+//   - Challenge (rank 0, taking registrations): a fresh one per
+//     connection, which rank 0 sends in answer to the Hello, together with
+//     its own proof and its greeting (the Welcome: the tree's fan-out).
+//     The client checks that proof before it sends anything more; then
+//     its proof and its registration go in one write, and nothing comes
+//     back on that connection: rank 0 counts the registration once the
+//     proof holds, and a refusal reaches the rank at its listener.
+// Either way the client waits once, as it would for rank 0's answer
+// without a secret.  What a server sends ahead of the client's proof is
+// set-up data (a nonce, its proof over the client's own Hello, the
+// fan-out); what a client sends ahead of the server's is its Hello, or
+// what the announced nonce's owner alone can use (its proof, a tree of
+// listeners' addresses and announced nonces).  No collective's data ever
+// goes to a connection that has not proved itself, and a connection that
+// does not prove itself changes nothing: it is dropped and counted
+// (debug).
 //
 // A Door serves a listener: every connection that has not yet proved
 // itself is read without waiting, with a time budget of its own and a cap
@@ -27,7 +36,8 @@
 // the deadline when what answers does not prove itself.
 //
 // With DIST_BIND_TCP_INSECURE=1 on every rank there are no proofs (Hello
-// and the message go in one write, as before there were secrets).
+// and the message go in one write, rank 0 answers with Welcome or Reject,
+// as before there were secrets).
 #pragma once
 
 #include <functional>
@@ -48,26 +58,37 @@ struct Credentials {
     const auth::Secret *secret = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
     int rank = 0, world = 1;
     std::string step;
-    double budget_s = 2;  // time one connection has to finish its handshake
+    double budget_s = 2;                // time one connection has to finish its handshake
+    auth::NoncePool *nonces = nullptr;  // this rank's fresh nonces (with a secret)
 };
 
-// A frame read piece by piece from a non-blocking socket, never past its
-// end and never more than the limit it was started with.
+// A frame read from a non-blocking socket, never more than the limit it
+// was started with.  Read-ahead (where the peer sends nothing past what
+// will be read before it hears back: every handshake step but the tree's
+// proof) takes whatever is there in one call and keeps what goes past
+// this frame for the next start(); otherwise nothing past the frame is
+// read.
 class FrameReader {
   public:
-    void start(size_t max_body);
+    void start(size_t max_body, bool read_ahead);
+    // A new connection: forget what was read ahead on the last one.
+    void reset() { ahead_.clear(); }
     // 1: a whole frame is in; 0: more to come; -1: closed, or not a frame
     // within the limit.
     int pump(int fd);
+    // Bytes read past the frame that is in.
+    bool read_past() const { return !ahead_.empty(); }
     const Header &header() const { return hd_; }
     std::vector<uint8_t> &body() { return body_; }
 
   private:
     uint8_t head_[kHeader] = {};
     size_t have_ = 0, max_ = 0;
-    bool in_body_ = false;
+    bool in_body_ = false, read_ahead_ = false;
     Header hd_;
-    std::vector<uint8_t> body_;
+    std::vector<uint8_t> body_, ahead_;
+    // Into p, up to n bytes: first what was read ahead, then the socket.
+    long take(int fd, uint8_t *p, size_t n);
 };
 
 // A connection that proved itself, with the message it came for.
@@ -95,6 +116,9 @@ class Door {
     // prove themselves over it (Mode::Announced); else over a nonce the
     // door sends each one as it accepts it (Mode::Challenge).
     void announce(const auth::Nonce *announced) { announced_ = announced; }
+    // What goes out behind rank 0's challenge and proof: set-up data
+    // (Mode::Challenge only).
+    void greet(std::vector<uint8_t> framed) { greeting_ = std::move(framed); }
     // Connections dropped because they did not prove themselves in time.
     long dropped() const { return dropped_; }
     // At most this many connections are held before they proved themselves.
@@ -111,8 +135,12 @@ class Door {
     std::vector<Admitted> ready_;  // admitted in the last round, not yet handed out
     long dropped_ = 0;
     const auth::Nonce *announced_ = nullptr;
+    std::vector<uint8_t> greeting_;
 
     void accept_all();
+    // Conn i's Hello is in: send it the challenge, this rank's proof and
+    // the greeting.  false: it was dropped.
+    bool challenge(size_t i);
     void drop(size_t i, const char *why);
     // Read what conn i has sent; true when it is admitted.
     bool progress(size_t i);

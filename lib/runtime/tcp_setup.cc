@@ -32,21 +32,37 @@ void TcpExchange::abort_registered(const std::vector<Member> &reg, const std::ve
     dial(ds, cred_, Deadline::in(std::min(5.0, grace_)), false);
 }
 
-// This rank's proof, then the answer, in one write.
-static void answer(Admitted &a, const std::vector<uint8_t> &reply, const Deadline &d) {
-    std::vector<uint8_t> out = a.ack;
-    out.insert(out.end(), reply.begin(), reply.end());
-    send_all(a.sock.fd(), out, d);
+// Rank 0's answer to a registration: without a secret on its connection
+// (its proof first, where there is one); with one (where the rank has
+// proved itself last and gone, its Welcome having come with the
+// challenge) only a refusal, at the rank's listener.
+void TcpExchange::answer(Admitted &a, Msg type, const Verdict &v, const Deadline &d) {
+    if (!cred_.secret) {
+        std::vector<uint8_t> out = a.ack;
+        std::vector<uint8_t> reply =
+            type == Msg::Welcome ? frame(type, 0, 0, encode(Welcome{tree_.k})) : frame(type, 0, 0, encode(v));
+        out.insert(out.end(), reply.begin(), reply.end());
+        send_all(a.sock.fd(), out, d);
+        return;
+    }
+    Register x;
+    if (type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
+    std::vector<Dial> ds(1);
+    ds[0].rank = static_cast<int>(a.hello.client);
+    ds[0].addr = x.listener;
+    ds[0].announced = &x.nonce;
+    ds[0].first = frame(Msg::Abort, 0, 0, encode(v));
+    ds[0].verify = false;  // one way: the rank checks rank 0's proof
+    dial(ds, cred_, d, false);
 }
 
 void TcpExchange::turn_away(Door &door, std::vector<bool> told, const Deadline &d, distbind_status st,
                             const std::string &why) {
     size_t left = static_cast<size_t>(std::count(told.begin(), told.end(), false));
-    std::vector<uint8_t> no = frame(Msg::Reject, 0, 0, encode(Verdict{st, why}));
     while (left > 0) {
         std::optional<Admitted> a = door.next(d);
         if (!a) return;
-        answer(*a, no, sooner(d, 1.0));
+        answer(*a, Msg::Reject, Verdict{st, why}, sooner(d, 1.0));
         uint32_t rank = a->hello.client;
         if (rank < told.size() && !told[rank]) {
             told[rank] = true;
@@ -161,6 +177,7 @@ void TcpExchange::setup_root(const Deadline &d) {
            cred_.secret ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
     Door door(
         std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
+    if (cred_.secret) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
@@ -175,7 +192,7 @@ void TcpExchange::setup_root(const Deadline &d) {
         std::string bad = refusal(*a, x, have, reg);
         if (!bad.empty()) {
             bad = "set-up failed: " + bad;
-            answer(*a, frame(Msg::Reject, 0, 0, encode(Verdict{DISTBIND_ERR_PEER, bad})), sooner(d, 1.0));
+            answer(*a, Msg::Reject, Verdict{DISTBIND_ERR_PEER, bad}, sooner(d, 1.0));
             if (rank < have.size()) have[rank] = true;  // told
             abort_registered(members, have, DISTBIND_ERR_PEER, bad);
             turn_away(door, have, d, DISTBIND_ERR_PEER, bad);
@@ -186,7 +203,7 @@ void TcpExchange::setup_root(const Deadline &d) {
         members[rank] = Member{static_cast<int>(rank), x.listener, x.nonce};
         reg[rank] = x;
         have[rank] = true;
-        answer(*a, frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})), sooner(d, 1.0));
+        answer(*a, Msg::Welcome, Verdict{}, sooner(d, 1.0));
     }
     debugf("tcp: all %d ranks registered; %ld connection(s) that did not prove themselves were dropped", c_.world,
            door.dropped());
@@ -303,7 +320,7 @@ void TcpExchange::setup_child(const Deadline &d) {
     reg.host = host_name();
     reg.pid = static_cast<uint32_t>(getpid());
     // Whoever connects here later proves itself over this (tcp_handshake.hh).
-    if (cred_.secret) announced_ = auth::fresh_nonce();
+    if (cred_.secret) announced_ = nonces_.next();
     reg.nonce = announced_;
     register_with_root(root, reg, where, d);
     parent_.rank = tree_.parent(c_.rank);

@@ -24,13 +24,13 @@ namespace db::rt::net {
 // number), body length; 16 bytes, little-endian, then the body.
 enum class Msg : uint16_t {
     Hello = 1,  // opens every connection: who calls whom
-    Challenge,  // the answer: the server's nonce and proof
+    Challenge,  // rank 0's answer to a Hello: its fresh nonce (its proof follows, an Ack)
     Proof,      // the client's proof
     Register,   // a rank to rank 0: where it listens
-    Welcome,    // rank 0's answer to a registration
+    Welcome,    // rank 0's answer to a registration (with a secret: its greeting, with the Challenge)
     Reject,     // rank 0 refuses a registration: why
     Tree,       // a parent to a child: the addresses of its subtree
-    Ack,        // a child to its parent: the tree arrived
+    Ack,        // a server's proof: a child's to its parent, rank 0's to a registering rank
     Abort,      // a rank failed: why (status, text)
     Up,         // a collective's data toward rank 0
     Down,       // its answer from rank 0
@@ -108,7 +108,7 @@ std::string printable(std::string_view s, size_t max = 512);
 
 // ---- bodies ---------------------------------------------------------------
 
-constexpr uint32_t kProto = 2;
+constexpr uint32_t kProto = 3;
 constexpr uint32_t kMaxWorld = 1u << 24;
 constexpr size_t kMaxStep = 200;  // DIST_BIND_STEP_KEY's limit
 constexpr size_t kMaxHost = 255;
@@ -123,7 +123,7 @@ constexpr size_t kMaxReply = 2 + 4 + kMaxText;
 // How the two ends of a connection prove themselves (tcp_handshake.hh).
 enum class Mode : uint8_t {
     None = 0,       // they do not: both run without a secret (DIST_BIND_TCP_INSECURE=1)
-    Challenge = 1,  // the server sends a fresh nonce on accepting; the client proves over it
+    Challenge = 1,  // rank 0 answers the Hello with a fresh nonce; the client proves over it
     Announced = 2,  // the client proves over the nonce the server announced when it registered
 };
 

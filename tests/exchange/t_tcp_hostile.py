@@ -8,7 +8,7 @@ and time: a local user who can reach rank 0's port (and, by reading
   DoS Hello       the Hello that used to abort every rank (world 999)
   key probing     200 well-formed proofs made with wrong keys; and, as the
                   control that the probes were well-formed, one made with
-                  the right key is welcomed
+                  the right key is taken in
   oversized Up    a 1 GiB Up (and a forged Abort) at every listener, rank 0
                   held to 256 MiB of address space
   idle flood      300 idle or half-sent connections to rank 0, more than it
@@ -21,8 +21,10 @@ and time: a local user who can reach rank 0's port (and, by reading
 Every time: the real ranks finish correctly (the roundtrip checks every
 byte) or, where the step cannot run, fail with the right clear error; every
 rank ends within its timeout (processes past timeout + slack are killed
-and reported); a stranger receives nothing but challenges; the sanitized
-worker reports no error or leak."""
+and reported); a stranger receives nothing but rank 0's side of the
+handshake (its challenge, its proof over the stranger's own Hello, and the
+Welcome: the tree's fan-out), and a process posing as rank 0 nothing but
+Hellos; the sanitized worker reports no error or leak."""
 import hashlib
 import hmac
 import os
@@ -40,6 +42,7 @@ SAN_WORKER = WORKER + "_san"
 MAGIC = 0x32584244
 HELLO, CHALLENGE, PROOF, REGISTER, WELCOME, REJECT, TREE, ACK, ABORT, UP = range(1, 11)
 LABEL = b"dist-bind tcp bootstrap v2 handshake\0"
+HANDSHAKE = {CHALLENGE, ACK, WELCOME}  # what rank 0 answers any Hello with
 TIMEOUT = 8          # DIST_BIND_TIMEOUT of the real ranks
 SLACK = 20           # past TIMEOUT + SLACK a rank has ignored its timeout: killed, reported
 
@@ -50,7 +53,7 @@ def frame(t, body=b"", op=0, seq=0, length=None):
 
 def hello_body(client, server, world, step, nonce=b"\0" * 32):
     s = step.encode()
-    return struct.pack("<IBIII", 2, 1, client, server, world) + struct.pack("<I", len(s)) + s + nonce
+    return struct.pack("<IBIII", 3, 1, client, server, world) + struct.pack("<I", len(s)) + s + nonce
 
 
 def mac(key, role, hbody, server_nonce):
@@ -90,6 +93,18 @@ def read_frame(sock, limit=1 << 16):
     except OSError:
         return None
     return buf
+
+
+def read_handshake(sock):
+    """Rank 0's answer to a Hello: its challenge, its proof and its Welcome
+    (whatever of them comes)."""
+    got = b""
+    for _ in range(3):
+        f = read_frame(sock)
+        if not f:
+            break
+        got += f
+    return got
 
 
 class Stranger(threading.Thread):
@@ -173,7 +188,7 @@ def check(t, what, res, strangers, want="OK", say=None):
     t.ok(not any("killed" in x.err for x in res.values()), what + ": no rank outlived its timeout")
     for s in strangers:
         kinds = {k for k, _ in frames(bytes(s.got))}
-        t.ok(kinds <= {CHALLENGE}, "%s: the stranger got nothing but challenges (%d attempts, frame types %s)"
+        t.ok(kinds <= HANDSHAKE, "%s: the stranger got nothing but rank 0's handshake (%d attempts, frame types %s)"
              % (what, s.tries, sorted(kinds)))
     t.ok(not any("\x1b" in x.out + x.err for x in res.values()), what + ": no terminal escape reached any rank's output")
     sanitized = [x for x in res.values() if "AddressSanitizer" in x.err or "LeakSanitizer" in x.err or "runtime error" in x.err]
@@ -194,8 +209,7 @@ def impersonation(t, worker):
         s.socks.append(c)
         hb = hello_body(3, 0, world, step(port), os.urandom(32))
         c.sendall(frame(HELLO, hb))
-        got = read_frame(c)
-        s.keep(got)
+        s.keep(read_handshake(c))
         # A proof it cannot make, and the registration it wants read.
         c.sendall(frame(PROOF, os.urandom(32)) + frame(REGISTER, struct.pack("<IH", 0x0100007f, 9) + b"\0" * 8))
         c.settimeout(0.3)
@@ -223,7 +237,8 @@ def dos_hello(t, worker):
         c = connect(port, 1.0)
         s.socks.append(c)
         c.sendall(frame(HELLO, hello_body(1, 0, 999, step(port))))
-        s.keep(read_frame(c))
+        s.keep(read_handshake(c))
+        c.sendall(frame(PROOF, os.urandom(32)) + frame(REGISTER, struct.pack("<IH", 0x0100007f, 9) + bytes(40)))
 
     s = Stranger(attack)
     procs = {0: start(0, world, port, worker=worker)}
@@ -238,49 +253,60 @@ def dos_hello(t, worker):
 
 def key_probing(t):
     """200 proofs with wrong keys are dropped; the same code with the right
-    key is welcomed (so the probes were well-formed)."""
+    key is taken in (so the probes were well-formed)."""
     world, port = 2, free_port()
     procs = {0: start(0, world, port, env={"DIST_BIND_DEBUG": "1"})}
     time.sleep(0.3)
-    welcomed = []
 
     def attempt(key):
-        """Rank 0's challenge, then Hello, proof and registration as a rank
-        would send them; what came back after the proof (or None)."""
+        """A Hello; rank 0's handshake (checked: its proof is over this
+        Hello and its challenge); then a proof made with key and a
+        registration, as a rank would send them.  Returns the handshake,
+        whether rank 0's proof held, and what came after the proof."""
         c = connect(port, 2.0)
-        got = read_frame(c)
-        kinds = frames(got or b"")
-        if not kinds or kinds[0][0] != CHALLENGE:
-            c.close()
-            return got, None
-        ns = kinds[0][1][:32]
         hb = hello_body(1, 0, world, step(port), os.urandom(32))
+        c.sendall(frame(HELLO, hb))
+        got = read_handshake(c)
+        kinds = frames(got)
+        if [k for k, _ in kinds] != [CHALLENGE, ACK, WELCOME]:
+            c.close()
+            return got, False, None
+        ns = kinds[0][1][:32]
+        proved = hmac.compare_digest(kinds[1][1][:32], mac(bytes.fromhex(SECRET), b"S", hb, ns))
         register = struct.pack("<IH", 0x0100007f, 9) + struct.pack("<I", 0) + struct.pack("<I", 1) + bytes(32)
-        c.sendall(frame(HELLO, hb) + frame(PROOF, mac(key, b"C", hb, ns)) + frame(REGISTER, register))
-        answer = b""
-        for _ in range(2):  # rank 0's proof, then its answer
-            f = read_frame(c)
-            if not f:
-                break
-            answer += f
+        c.sendall(frame(PROOF, mac(key, b"C", hb, ns)) + frame(REGISTER, register))
+        c.settimeout(0.3)
+        after = b""
+        try:
+            while True:
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                after += chunk
+        except OSError:
+            pass
         c.close()
-        return got, answer or None
+        return got, proved, after
 
-    got = bytearray()
+    got, proofs, answered = bytearray(), 0, 0
     for _ in range(200):
-        g, answer = attempt(os.urandom(32))
-        got += g or b""
-        if answer:
-            welcomed.append(answer)
-    t.eq(len(welcomed), 0, "key probing: none of 200 wrong keys got an answer")
-    t.ok({k for k, _ in frames(bytes(got))} <= {CHALLENGE}, "key probing: only challenges came back")
-    _, answer = attempt(bytes.fromhex(SECRET))
-    t.eq([k for k, _ in frames(answer or b"")], [ACK, WELCOME],
-         "key probing: the right key is welcomed, after rank 0's proof (control)")
+        g, proved, after = attempt(os.urandom(32))
+        got += g
+        proofs += proved
+        answered += bool(after)
+    t.eq(answered, 0, "key probing: nothing came back after any of 200 proofs made with wrong keys")
+    t.ok({k for k, _ in frames(bytes(got))} <= HANDSHAKE, "key probing: only rank 0's handshake came back")
+    t.eq(proofs, 200, "key probing: rank 0 proved itself first, every time, over the prober's own Hello")
+    _, proved, after = attempt(bytes.fromhex(SECRET))
+    t.ok(proved and not after, "key probing: the right key's attempt went through the same handshake (control)")
+    time.sleep(0.5)
     procs[0].kill()
     r = finish(procs)[0]
     t.ok("its proof does not match this step's secret (200 dropped so far)" in r.err,
          "key probing: rank 0 dropped and counted every wrong proof (debug)")
+    taken = "all 2 ranks registered; 200 connection(s)" in r.err
+    t.ok(taken, "key probing: the right key's registration was taken in (control)%s"
+         % ("" if taken else ": " + r.err[-300:]))
 
 
 def oversized_up(t, worker):
@@ -412,7 +438,7 @@ def never_comes(t):
         c = connect(port, 1.0)
         s.socks.append(c)
         c.sendall(frame(HELLO, hello_body(3, 0, world, step(port), os.urandom(32))))
-        s.keep(read_frame(c))
+        s.keep(read_handshake(c))
         c.sendall(frame(PROOF, os.urandom(32)))
 
     s = Stranger(attack)
