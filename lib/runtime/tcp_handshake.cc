@@ -420,9 +420,9 @@ class Dialer {
             s.in.start(auth::kNonceBytes, true);
         } else if (me_.secret && x.verify) {
             s.phase = DialState::AwaitAck;
-            // Rank 0's proof comes with its answer; a child's on the tree
-            // may have the child's first message behind it, which is the
-            // link's to read.
+            // A child's proof on the tree may have the child's first
+            // message up behind it, which is the link's to read: nothing
+            // past the proof is read here unless an answer follows it.
             s.in.start(auth::kMacBytes, x.await_reply);
         } else {
             acked(i);
