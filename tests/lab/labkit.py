@@ -216,6 +216,23 @@ class Lab:
             err = x.stderr.decode() if isinstance(x.stderr, bytes) else (x.stderr or "")
             return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
+    def nodes_settled(self, timeout=30):
+        """Waits until every node is idle again (a step that just ended may
+        leave its node completing for a moment), at most timeout seconds,
+        and stops at once on a drained, down or failing node.  Returns
+        (whether every node is idle and none was drained or down, sinfo's
+        "NODE STATE" lines)."""
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self.run(["sinfo", "-h", "-N", "-o", "%N %t %E"])
+            states = sorted(r.stdout.strip().splitlines())
+            bad = [x for x in states if any(w in x.split()[1] for w in ("drain", "drng", "down", "fail"))]
+            idle = len(states) == 2 and all(x.split()[1] == "idle" for x in states)
+            if bad or idle or time.monotonic() > deadline:
+                return not bad and idle, states
+            time.sleep(0.5)
+
     def srun(self, args, cmd, env=None, timeout=60):
         argv = ["srun"] + shlex.split(args) + cmd
         if not self.sanitize_dir:

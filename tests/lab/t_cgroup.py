@@ -26,8 +26,8 @@ def refused(lab, args, what, nodes=("node1", "node2")):
          what + ": one message per node %s" % msgs)
     t.ok(all("--gpu-bind=none" in m and "isolate" in m and "ConstrainDevices" in m for m in msgs),
          what + ": the message names the options that fix it")
-    states = lab.run(["sinfo", "-h", "-N", "-o", "%N %t"]).stdout.split()
-    t.eq(states, ["node1", "idle", "node2", "idle"], what + ": no node drained")
+    ok, states = lab.nodes_settled()
+    t.ok(ok, what + ": no node drained (sinfo: %s)" % states)
 
 
 with Lab(cli_filter=False) as lab:

@@ -20,16 +20,8 @@ TOO_MANY = "runs 3 tasks of step"  # dist-bind's message: more tasks than GPUs
 
 def nodes_fine(lab, after):
     """Both nodes idle again within 30 s; never drained, down or failing."""
-    deadline = time.monotonic() + 30
-    while True:
-        r = lab.run(["sinfo", "-h", "-N", "-o", "%N %t %E"])
-        states = sorted(r.stdout.strip().splitlines())
-        bad = [s for s in states if any(w in s.split()[1] for w in ("drain", "drng", "down", "fail"))]
-        if bad or [s.split()[1] for s in states] == ["idle", "idle"] or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    t.ok(not bad and len(states) == 2 and all(s.split()[1] == "idle" for s in states),
-         "after %s: no node drained or down (sinfo: %s)" % (after, states))
+    ok, states = lab.nodes_settled()
+    t.ok(ok, "after %s: no node drained or down (sinfo: %s)" % (after, states))
 
 
 def next_job_id(lab):
