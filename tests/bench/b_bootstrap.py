@@ -28,11 +28,13 @@ except SystemExit as e:  # the lab cannot run here (no root, no Slurm)
 
 
 def fields(text):
+    """Rank 0's figures: its BENCH line and its own INIT line (every rank
+    prints one)."""
     f = {}
     for line in text.splitlines():
-        for kv in line.split()[1:]:
-            k, _, v = kv.partition("=")
-            f[k] = v
+        kv = dict(w.partition("=")[::2] for w in line.split()[1:])
+        if line.startswith("BENCH") or (line.startswith("INIT") and kv.get("rank") == "0"):
+            f.update(kv)
     return f
 
 
