@@ -62,6 +62,10 @@ TSAN_CC     = $(CC) -std=gnu11 -O1 -g $(WARN) $(TSAN)
 CHECK_FLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
+# `make` alone builds everything: the first goal make sees is the default,
+# and the version header's rule below would otherwise be it.
+.DEFAULT_GOAL := all
+
 # --- objects -----------------------------------------------------------------
 # Every object mirrors its source's path under a folder for its kind:
 #   $(B)/pic/     shipped (plugin, libdistbind, dist-bind-check)
