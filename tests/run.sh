@@ -18,10 +18,13 @@
 #
 # Lab and package tests also run on each other Slurm release in
 # DIST_BIND_LAB_RELEASES (default: every release tests/lab/release.sh
-# knows, e.g. 24.11; empty: none), inside that release's root: configuration
-# "24.11" for plain, "24.11,cgroup" for cgroup, reported as
+# knows, e.g. 24.11 and 26.05; empty: none), inside that release's root:
+# configuration "24.11" for plain, "24.11,cgroup" for cgroup, reported as
 # lab/t_name[24.11,cgroup].  A test with a line "# lab-releases: native"
-# runs on this machine's release only.
+# runs on this machine's release only.  The releases between the oldest
+# and the newest (DIST_BIND_LAB_PARTIAL, default 24.11) run only the tests
+# whose behaviour differs by release, marked "# lab-releases: every", and
+# the package tests.
 #
 # Each test's output goes to build/test-logs/; a failing test's failed
 # checks (lines "FAIL ...") and its tail are printed.  The last line is
@@ -35,6 +38,7 @@ TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
 LEVELS=(unit topology exchange pkg lab gpu)
 LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup})
 LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/release.sh list)})
+PARTIAL_RELEASES=" ${DIST_BIND_LAB_PARTIAL-24.11} "
 
 # The configurations a lab test runs in, among those enabled.
 lab_configs() {
@@ -50,6 +54,9 @@ release_configs() {
     local r c
     grep -q '^# lab-releases: *native' "$1" && return 0
     for r in ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; do
+        if [[ "$1" == */lab/* && "$PARTIAL_RELEASES" == *" $r "* ]] && ! grep -q '^# lab-releases: *every' "$1"; then
+            continue
+        fi
         for c in ${2:-plain}; do
             if [ "$c" = plain ]; then echo "$r"; else echo "$r,$c"; fi
         done

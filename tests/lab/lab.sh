@@ -4,17 +4,19 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA] [--release 24.11]
+#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
 #                  --cli-filter: cli_filter/lua with that script;
+#                  --tree-first: topology/tree, NODE's leaf switch first;
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
 #
 # LAB_SLURMD_ENV="K=V ..." is added to slurmd's (and so slurmstepd's)
-# environment, e.g. to preload a sanitizer runtime.
+# environment, e.g. to preload a sanitizer runtime; LAB_SLURMD_DEBUG sets
+# SlurmdDebug (default info).
 #
 # Everything lives under DIR (state, spool, logs, pid files, sockets); `down`
 # stops only the daemons whose pid files are there. Tests use lib.sh, which
@@ -96,6 +98,11 @@ ns_pids() {
 # mount namespace, so the two slurmds (which both use /slurm/uid_U/job_J/...)
 # and concurrent labs never share a cgroup.
 CGROUP_CONTROLLERS="devices freezer"
+HIDDEN_CONTROLLERS="memory cpuset"
+HIDE_CGROUPS=""
+for c in $HIDDEN_CONTROLLERS; do
+    HIDE_CGROUPS+="{ [ ! -d /sys/fs/cgroup/$c ] || mount -t tmpfs -o ro,size=4k,mode=0555 dist-bind-lab-hidden /sys/fs/cgroup/$c; } && "
+done
 cgroup_dir() { local b; b=$(basename "$1"); echo "/sys/fs/cgroup/$2/dist-bind-lab.${b#dist-bind-lab.}.$3"; }
 
 cgroup_remove() {
@@ -169,7 +176,7 @@ cmd_down() {
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter=""
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first=""
     while [ $# -gt 0 ]; do
         case $1 in
             --cgroup) cgroup=1; shift ;;
@@ -179,6 +186,7 @@ cmd_up() {
             --plugin) plugin=$2; shift 2 ;;
             --dir) d=$2; shift 2 ;;
             --resv-ports) resv=1; shift ;;
+            --tree-first) tree_first=$2; shift 2 ;;
             *) die "unknown argument $1" ;;
         esac
     done
@@ -233,6 +241,14 @@ CONF
         [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cli_filter_lua.so ] || die "--cli-filter needs Slurm's cli_filter/lua"
         install -m 0644 "$cli_filter" "$d/cli_filter.lua"
     fi
+    if [ -n "$tree_first" ]; then
+        # topology/tree with NODE's leaf switch listed first: Slurm 26.05
+        # places task 0 on the lowest-ranked node, which is then NODE.
+        local other=node1
+        [ "$tree_first" = node1 ] && other=node2
+        printf 'SwitchName=s0 Nodes=%s\nSwitchName=s1 Nodes=%s\nSwitchName=top Switches=s[0-1]\n' \
+            "$tree_first" "$other" >"$d/topology.conf"
+    fi
     cat >"$d/slurm.conf" <<CONF
 ClusterName=lab
 SlurmctldHost=localhost(127.0.0.1)
@@ -249,11 +265,15 @@ SlurmdPidFile=$d/%n/slurmd.pid
 SlurmctldLogFile=$d/slurmctld.log
 SlurmdLogFile=$d/%n/slurmd.log
 SlurmctldDebug=info
-SlurmdDebug=info
+SlurmdDebug=${LAB_SLURMD_DEBUG:-info}
+# At verbose, slurmd logs whether it touched the cgroup it started in
+# (tests/lab/t_lab_cgroups.py).
+DebugFlags=CGROUP
 TmpFS=$d/%n/tmp
 ProctrackType=$proctrack
 TaskPlugin=$task_plugin
 $([ -n "$cli_filter" ] && echo "CliFilterPlugins=cli_filter/lua")
+$([ -n "$tree_first" ] && echo "TopologyPlugin=topology/tree")
 # Job ids of concurrent labs (and of earlier runs) do not repeat.
 FirstJobId=$((1000 + RANDOM * 16 + RANDOM % 16))
 SelectType=select/cons_tres
@@ -296,7 +316,11 @@ CONF
     local n c binds
     for n in node1 node2; do
         mkdir -p "$d/$n/spool"
-        binds=""
+        # Slurm 25.05+ slurmd (cgroup v1) resets the memory and cpuset
+        # limits of the cgroup it starts in, which here is the machine's
+        # own: the node's namespace shows those controllers as empty,
+        # read-only directories (slurmd then logs "controller not found").
+        binds="$HIDE_CGROUPS"
         if [ "$cgroup" = 1 ]; then
             for c in $CGROUP_CONTROLLERS; do
                 binds+="mount --bind '$(cgroup_dir "$d" "$c" "$n")' /sys/fs/cgroup/$c && "
@@ -374,5 +398,5 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 case ${1:-} in
     up | down) release_hook "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ The lab is always torn down (by pid) when the block ends, also on failure.
 Exit status: 0 pass, 1 fail, 77 skipped (no root or no Slurm here).
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -102,7 +103,7 @@ def lab_config():
 
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
-                 cli_filter=None):
+                 cli_filter=None, tree_first=None, slurmd_debug=None):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -117,6 +118,8 @@ class Lab:
         if cli_filter is None:
             cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
+        self.tree_first = tree_first  # topology/tree with this node's leaf switch first
+        self.slurmd_debug = slurmd_debug  # SlurmdDebug (default info)
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
@@ -147,10 +150,14 @@ class Lab:
             cmd.append("--cgroup")
         if self.cli_filter:
             cmd += ["--cli-filter", self.cli_filter]
+        if self.tree_first:
+            cmd += ["--tree-first", self.tree_first]
         print("(lab: %s%s)" % (" ".join(sorted(self.config)), ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
         if self.sanitize_dir:
             env["LAB_SLURMD_ENV"] = self._slurmd_env()
+        if self.slurmd_debug:
+            env["LAB_SLURMD_DEBUG"] = self.slurmd_debug
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         if r.returncode != 0:
             print(r.stderr)
@@ -276,6 +283,29 @@ class Lab:
                     time.sleep(1)  # let the cancelled step end before the next one
                     return None
                 return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
+
+    def mpi_types(self):
+        """The MPI plugin types this lab's srun offers (`srun --mpi=list`)."""
+        if not hasattr(self, "_mpi_types"):
+            r = self.run(["srun", "--mpi=list"])
+            words = re.findall(r"[a-z0-9_]+", (r.stdout + r.stderr).replace("MPI plugin types are", ""))
+            self._mpi_types = {w.split("_v")[0] if w.startswith("pmix_") else w for w in words}
+        return self._mpi_types
+
+    def bootstraps(self):
+        """(--mpi value, the bootstrap libdistbind picks under it) for each
+        of pmix, pmi2, none this Slurm has.  Debian's 26.05 ships no
+        mpi/pmix plugin: that is said once here, never skipped silently."""
+        out = [(m, b) for m, b in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")) if m in self.mpi_types()]
+        if "pmix" not in self.mpi_types() and not getattr(self, "_said_no_pmix", False):
+            self._said_no_pmix = True
+            print("  NOTE this Slurm has no mpi/pmix plugin (srun --mpi=list: %s): the --mpi=pmix cases do not run"
+                  % " ".join(sorted(self.mpi_types())))
+        return out
+
+    def pmi(self):
+        """--mpi=pmix where this Slurm has it, else pmi2 (see bootstraps)."""
+        return self.bootstraps()[0][0]
 
     def table(self, args, env=None, expect_ok=True):
         """Run PROBE in every task; return {rank: {field: value}} (absent = None)."""

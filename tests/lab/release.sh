@@ -32,6 +32,7 @@ die() { echo "release: $*" >&2; exit 1; }
 suite_of() {
     case $1 in
         24.11) echo trixie ;;
+        26.05) echo sid ;;
         *) return 1 ;;
     esac
 }
@@ -90,8 +91,13 @@ cmd_root() {
     tmp=$dir.new
     # Recommends off, as for this machine's own packages.  The mirror is
     # the one apt uses here.
+    # The archive snapshot these machines reach serves sid's Release file
+    # past its Valid-Until: apt in that root is told not to check it (the
+    # option stays in the root's apt configuration).
+    local valid=()
+    [ "$suite" = sid ] && valid=(--aptopt='Acquire::Check-Valid-Until "false"')
     mmdebstrap --mode=root --variant=apt --format=directory \
-        --aptopt='APT::Install-Recommends "false"' \
+        --aptopt='APT::Install-Recommends "false"' "${valid[@]}" \
         --include="$(IFS=,; echo "${PACKAGES[*]}")" \
         "$suite" "$tmp" "deb http://deb.debian.org/debian $suite main" >"$ROOTS/$suite.log" 2>&1 \
         || { tail -n 30 "$ROOTS/$suite.log" >&2; die "mmdebstrap failed (log: $ROOTS/$suite.log)"; }
@@ -144,7 +150,7 @@ cmd_build() {
     cmd_run "$rel" make -C "$REPO" --no-print-directory -j2 B="build/slurm-$rel" "${@:-build-all}"
 }
 
-cmd_list() { echo 24.11; }
+cmd_list() { printf '%s\n' 24.11 26.05; }
 
 case ${1:-} in
     list) cmd_list ;;

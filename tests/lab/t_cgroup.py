@@ -9,6 +9,7 @@ it, and no node is drained; isolate and env work as Slurm bound the tasks;
 from srun, sbatch and salloc gets --gpu-bind=none added, and a --gpu-bind
 the user gave is left alone (and still fails clearly)."""
 # lab-configs: cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, PROBE, check_mapping, bound_own, unbound_own, parse_probe, nobind_lists

@@ -2,7 +2,7 @@
 """dist-bind-check on the lab with fake GPUs behind the fake CUDA driver
 (tests/gpu/fake, loaded through LD_LIBRARY_PATH as a real one is): the
 seed job `srun -N2 -n5 --gpus-per-task=1 --dist-bind dist-bind-check`
-under --mpi=pmix, pmi2 and none passes, each rank on its own GPU by bus id,
+under --mpi=pmix (where Slurm has it), pmi2 and none passes, each rank on its own GPU by bus id,
 with an NCCL all-reduce through the fake NCCL whose sum comes from the
 ranks' real buffers; without --dist-bind, with ranks sharing a GPU, and
 with one rank's NCCL failing, it names what is wrong and fails."""
@@ -33,7 +33,7 @@ try:
         # The node's four GPUs are the lab's device nodes (c 195 N).
         fake = {"LD_LIBRARY_PATH": FAKE, "FAKEGPU_STATE": state, "DIST_BIND_TIMEOUT": "30",
                 "FAKEGPU_DEVICES": "4*file=%s/dev/nvidia%%i" % lab.dir}
-        for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+        for mpi, boot in lab.bootstraps():
             what = "--mpi=%s: " % mpi
             r = lab.srun("%s --dist-bind --mpi=%s" % (SEED, mpi), [CHECK] + ARGS, env=fake)
             t.eq(r.returncode, 0, what + "every task exits 0 (%s)" % (r.stdout + r.stderr).strip()[-400:])
@@ -63,7 +63,7 @@ try:
              "(CUDA_VISIBLE_DEVICES=\"%s\")" % own in r.stdout, "and CUDA's own view is named (%s)" % r.stdout.strip()[-300:])
 
         # Every task on device 0 of its node's four GPUs: they share it.
-        r = lab.srun("-N2 -n5 --gpus-per-node=4 --mpi=pmix", [CHECK] + ARGS, env=dict(fake, DIST_BIND_DEVICE="0"))
+        r = lab.srun("-N2 -n5 --gpus-per-node=4 --mpi=" + lab.pmi(), [CHECK] + ARGS, env=dict(fake, DIST_BIND_DEVICE="0"))
         t.eq({k: v["flags"] for k, v in check_rows(r.stdout).items()}, {k: "DUPLICATE" for k in range(5)},
              "DIST_BIND_DEVICE=0 everywhere: every rank flagged")
         t.ok("PROBLEM: ranks 0 and 1 would both use GPU GPU-" in r.stdout and "(0000:10:00.0) on node1" in r.stdout,
@@ -71,7 +71,7 @@ try:
         t.ok(r.returncode != 0, "and the step fails")
 
         # Rank 3's all-reduce fails: named, and the step fails.
-        r = lab.srun(SEED + " --dist-bind --mpi=pmix", [CHECK] + ARGS, env=dict(fake, FAKEGPU_NCCL="fail-allreduce=3"))
+        r = lab.srun(SEED + " --dist-bind --mpi=" + lab.pmi(), [CHECK] + ARGS, env=dict(fake, FAKEGPU_NCCL="fail-allreduce=3"))
         t.ok(r.returncode != 0 and "rank 3 on node2: ncclAllReduce: unhandled system error" in r.stdout
              and "injected all-reduce failure on rank 3" in r.stdout,
              "rank 3's NCCL fails: named on rank 0's report (%s)" % r.stdout.strip()[-300:])

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """dist-bind-check on the lab: the seed layout (srun -N2 -n5
---gpus-per-task=1 --dist-bind) under --mpi=pmix, pmi2 and none prints the
+--gpus-per-task=1 --dist-bind) under --mpi=pmix (where Slurm has it), pmi2 and none prints the
 right table and passes; the same job without --dist-bind, and a layout
 where ranks share a GPU, are flagged and fail; an exchange run without
 authentication (DIST_BIND_TCP_INSECURE=1) is flagged."""
@@ -20,7 +20,7 @@ WANT = {0: ("node1", "0", "0/3", "0", "0"), 1: ("node1", "0", "1/3", "1", "1"), 
         3: ("node2", "1", "0/2", "0", "0"), 4: ("node2", "1", "1/2", "1", "1")}
 
 with Lab() as lab:
-    for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+    for mpi, boot in lab.bootstraps():
         r = lab.srun("%s --dist-bind --mpi=%s" % (SEED, mpi), [CHECK], env={"DIST_BIND_TIMEOUT": "30"})
         what = "--mpi=%s: " % mpi
         t.eq(r.returncode, 0, what + "every task exits 0 (stderr: %s)" % r.stderr.strip()[-300:])
@@ -57,7 +57,7 @@ with Lab() as lab:
     t.ok(r.returncode != 0 and "3 problems found" in r.stdout, "and the step fails (rc %d)" % r.returncode)
 
     # Every task told to use device 0 of the node's 4 GPUs: they share.
-    r = lab.srun("-N2 -n5 --gpus-per-node=4 --mpi=pmix", [CHECK], env={"DIST_BIND_DEVICE": "0"})
+    r = lab.srun("-N2 -n5 --gpus-per-node=4 --mpi=" + lab.pmi(), [CHECK], env={"DIST_BIND_DEVICE": "0"})
     rows = check_rows(r.stdout)
     t.eq({k: v["flags"] for k, v in rows.items()},
          {0: "DUPLICATE", 1: "DUPLICATE", 2: "DUPLICATE", 3: "DUPLICATE", 4: "DUPLICATE"},

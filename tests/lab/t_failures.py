@@ -7,6 +7,7 @@ submitted fails no batch step.  After each, no node is drained or down
 (sinfo): a required plugin whose slurmstepd init fails fails the batch
 step, and slurmctld drains the node for that on every release."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import sys
 import time

@@ -5,6 +5,7 @@ without binding, more tasks than GPUs, no GPUs, --gpu-bind=none.  In the
 cgroup configuration an explicit per-task --gpu-bind confines each task to
 its own GPU, so rank refuses it there (t_cgroup has the details)."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists

@@ -2,6 +2,7 @@
 """Every mode on the seed layout, and k=2 GPUs per task, each compared with
 the same job without --dist-bind."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, check_mapping, bound_own

@@ -3,6 +3,7 @@
 under srun -N2 -n5 --gpus-per-task=1 --dist-bind, also with rank 0 on node2.
 Without --dist-bind the same program cannot even start."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, re, subprocess, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, skip, HERE

@@ -6,6 +6,7 @@ inside its root) and checks that release's cells; a release without a cell
 fails and prints what it measured, so the row can be completed.  README's
 release table is these rows (plus what was read from Slurm's history)."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import subprocess
 import sys
@@ -87,21 +88,23 @@ with Lab() as lab:
         rows, _ = tasks(lab, SEED)
         check("per-task binding: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, SLURMD_TRES_BIND",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURMD_TRES_BIND"),
-              {"22.05": ("1", "1", "gpu:per_task:1"), "24.11": ("1", "1", "gres/gpu:per_task:1")})
+              {"22.05": ("1", "1", "gpu:per_task:1"), "24.11": ("1", "1", "gres/gpu:per_task:1"),
+               "26.05": ("1", "1", "gres/gpu:per_task:1")})
         rows, _ = tasks(lab, SEED + " --gpu-bind=none")
         check("--gpu-bind=none: GPU variables in a task of node1",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURMD_TRES_BIND"),
-              {"22.05": (None, None, "gpu:none"), "24.11": ("0,1,2", "0,1,2", "gres/gpu:none")})
-        # A node's only task: 22.05 to 25.05 skip per-task binding there
-        # (25.11 binds it; read from Slurm's history).
+              {"22.05": (None, None, "gpu:none"), "24.11": ("0,1,2", "0,1,2", "gres/gpu:none"),
+               "26.05": ("0,1,2", "0,1,2", "gres/gpu:none")})
+        # A node's only task: 22.05 to 25.05 skip per-task binding there;
+        # 25.11 binds it (26.05 measured here).
         rows, _ = tasks(lab, "-N1 -n1 --gpus-per-node=2 --gpu-bind=map_gpu:1")
         check("a node's only task, --gpu-bind=map_gpu:1 of 2 GPUs: its CUDA_VISIBLE_DEVICES",
-              rank(rows, 0, "CUDA_VISIBLE_DEVICES"), {"22.05": "0,1", "24.11": "0,1"})
+              rank(rows, 0, "CUDA_VISIBLE_DEVICES"), {"22.05": "0,1", "24.11": "0,1", "26.05": "1"})
 
         print("-- --gpus-per-task as the step and a batch script see it")
         check("srun --gpus-per-task=1: SLURM_GPUS_PER_TASK, SLURM_TRES_PER_TASK in the task",
               rank(tasks(lab, "-N1 -n2 --gpus-per-task=1")[0], 0, "SLURM_GPUS_PER_TASK", "SLURM_TRES_PER_TASK"),
-              {"22.05": (None, None), "24.11": (None, "gres/gpu=1")})
+              {"22.05": (None, None), "24.11": (None, "gres/gpu=1"), "26.05": (None, "gres/gpu=1")})
         script = os.path.join(lab.dir, "gpt.sh")
         out = os.path.join(lab.dir, "gpt.out")
         with open(script, "w") as f:
@@ -111,18 +114,19 @@ with Lab() as lab:
         batch = [l.split()[1:] for l in text.splitlines() if l.startswith("BATCH")]
         check("sbatch --gpus-per-task=1: SLURM_GPUS_PER_TASK, SLURM_TRES_PER_TASK in the script",
               batch[0] if batch else text.strip(),
-              {"22.05": ["1", "unset"], "24.11": ["unset", "gres/gpu=1"]})
+              {"22.05": ["1", "unset"], "24.11": ["unset", "gres/gpu=1"], "26.05": ["unset", "gres/gpu=1"]})
 
         print("-- options srun accepts")
         r = lab.srun("-N2 -n5 -m arbitrary -w node2,node1,node2,node1,node2", ["true"])
         check("-N with -m arbitrary", refused(r, "--nodes is incompatible with --distribution=arbitrary"),
-              {"22.05": "accepted (rc 0)", "24.11": "refused: --nodes is incompatible with --distribution=arbitrary"})
+              {"22.05": "accepted (rc 0)", "24.11": "refused: --nodes is incompatible with --distribution=arbitrary",
+               "26.05": "refused: --nodes is incompatible with --distribution=arbitrary"})
         r = lab.srun("-N1 -n1 --gpus-per-task=1 --tres-bind=gres/gpu:none", ["true"])
         check("--tres-bind", refused(r, "unrecognized option"),
-              {"22.05": "refused: unrecognized option", "24.11": "accepted (rc 0)"})
+              {"22.05": "refused: unrecognized option", "24.11": "accepted (rc 0)", "26.05": "accepted (rc 0)"})
         r = lab.run(["srun", "--mpi=list"])
         versions = sorted(w for w in (r.stdout + r.stderr).split() if w.startswith("pmix_"))
-        check("srun --mpi=list: the PMIx plugin", versions, {"22.05": ["pmix_v4"], "24.11": ["pmix_v5"]})
+        check("srun --mpi=list: the PMIx plugin", versions, {"22.05": ["pmix_v4"], "24.11": ["pmix_v5"], "26.05": []})
 
         print("-- SPANK: option callbacks in slurmstepd")
         trace_so = build_trace(lab)
@@ -136,8 +140,18 @@ with Lab() as lab:
             if f["remote"] == "1":
                 by_pid[f["pid"]] = by_pid.get(f["pid"], 0) + 1
         check("option callbacks per slurmstepd for one option (remote)", sorted(by_pid.values()),
-              {"22.05": [2], "24.11": [1]})
+              {"22.05": [2], "24.11": [1], "26.05": [1]})
         t.eq(sum(1 for l in lines if "remote=0" in l), 1, "and once in srun")
+        lab.plugstack("")
+
+        print("-- an optional plugin whose .so is missing (roll-out: installed on some nodes only)")
+        missing = os.path.join(lab.dir, "no-such-plugin.so")
+        lab.plugstack(raw="optional %s" % missing)
+        r = lab.srun("-N1 -n1", ["true"])
+        said = [l for l in r.stderr.splitlines() if missing in l]
+        check("optional plugin missing: srun runs the step; what it prints at the default log level",
+              (r.returncode, "names the .so" if said else "nothing"),
+              {"22.05": (0, "names the .so"), "24.11": (0, "names the .so"), "26.05": (0, "nothing")})
         lab.plugstack("")
 
         print("-- Debian's PyTorch on this release's distribution")
@@ -148,17 +162,22 @@ with Lab() as lab:
         else:
             torch = "env:// works" if r.returncode == 0 and r.stdout.count("TORCH ") == 2 else r.stderr[-300:]
         check("PyTorch env:// rendezvous under --dist-bind", torch,
-              {"22.05": "env:// works", "24.11": "env:// needs USE_LIBUV=0"})
+              {"22.05": "env:// works", "24.11": "env:// needs USE_LIBUV=0", "26.05": "env:// needs USE_LIBUV=0"})
     else:
         print("-- device cgroups (task/cgroup, ConstrainDevices=yes)")
         rows, _ = tasks(lab, SEED)
         check("per-task binding: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, GPUs it can open",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "open"),
-              {"22.05": ("0", "0", "1,"), "24.11": ("0", "0", "1,")})
+              {"22.05": ("0", "0", "1,"), "24.11": ("0", "0", "1,"), "26.05": ("0", "0", "1,")})
+        rows, _ = tasks(lab, "-N1 -n1 --gpus-per-node=2 --gpu-bind=map_gpu:1")
+        check("a node's only task, --gpu-bind=map_gpu:1 of 2 GPUs: its CUDA_VISIBLE_DEVICES, GPUs it can open",
+              rank(rows, 0, "CUDA_VISIBLE_DEVICES", "open"),
+              {"22.05": ("0,1", "0,1,"), "24.11": ("0,1", "0,1,"), "26.05": ("0", "1,")})
         rows, _ = tasks(lab, SEED + " --gpu-bind=none")
         check("--gpu-bind=none: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, GPUs it can open",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "open"),
-              {"22.05": (None, None, "0,1,2,"), "24.11": ("0,1,2", "0,1,2", "0,1,2,")})
+              {"22.05": (None, None, "0,1,2,"), "24.11": ("0,1,2", "0,1,2", "0,1,2,"),
+               "26.05": ("0,1,2", "0,1,2", "0,1,2,")})
         # What the plugin sees: the step's environment in user_init (once
         # per node) and task_init (per task), through a second plugin.
         trace_so = build_trace(lab)
@@ -166,9 +185,11 @@ with Lab() as lab:
         lab.plugstack(raw="required %s\noptional %s file=%s vars=CUDA_VISIBLE_DEVICES,SLURM_STEP_GPUS"
                       % (lab.plugin, trace_so, trace))
         for args, cells in (
-                ("", {"22.05": ("0,1,2", "0,1,2", "0", "0"), "24.11": ("0,1,2", "0,1,2", "0", "0")}),
+                ("", {"22.05": ("0,1,2", "0,1,2", "0", "0"), "24.11": ("0,1,2", "0,1,2", "0", "0"),
+                      "26.05": ("0,1,2", "0,1,2", "0", "0")}),
                 (" --gpu-bind=none", {"22.05": ("0,1,2", "0,1,2", "-", "-"),
-                                      "24.11": ("0,1,2", "0,1,2", "0,1,2", "0,1,2")})):
+                                      "24.11": ("0,1,2", "0,1,2", "0,1,2", "0,1,2"),
+                                      "26.05": ("0,1,2", "0,1,2", "0,1,2", "0,1,2")})):
             if os.path.exists(trace):
                 os.unlink(trace)
             lab.srun("-N1 -n3 --gpus-per-task=1" + args, ["true"])
@@ -180,7 +201,8 @@ with Lab() as lab:
         check("--gres-flags=allow-task-sharing: rank 1's CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS, GPUs it can open",
               rank(rows, 1, "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "open") if rows else
               refused(r, "Invalid --gres-flags specification"),
-              {"22.05": "refused: Invalid --gres-flags specification", "24.11": ("1", "1", "0,1,2,")})
+              {"22.05": "refused: Invalid --gres-flags specification", "24.11": ("1", "1", "0,1,2,"),
+               "26.05": ("1", "1", "0,1,2,")})
     ok, states = lab.nodes_settled()
     t.ok(ok, "no node drained or down (sinfo: %s)" % states)
 t.done()

@@ -3,6 +3,7 @@
 TCP; the place from the plugin, from Slurm and from PMIx; PMIx and PMI2
 timeouts; a second handle in one process; and the README's example
 program, built against `make install` with pkg-config, under all three."""
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import sys
 
@@ -25,7 +26,7 @@ def results(stdout):
 
 
 with Lab() as lab, Installed() as inst:
-    for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+    for mpi, boot in lab.bootstraps():
         what = "--mpi=%s: " % mpi
         r = lab.srun("%s --dist-bind --mpi=%s" % (SEED, mpi), [WORKER, "roundtrip"], env={"DIST_BIND_TIMEOUT": "30"})
         res = results(r.stdout)
@@ -67,26 +68,29 @@ with Lab() as lab, Installed() as inst:
     t.ok("warning: DIST_BIND_TCP_INSECURE=1" in r.stderr, "... and rank 0 warns about it")
 
     # The override wins over the automatic choice.
-    r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "tcp"})
-    t.eq({x["bootstrap"] for x in results(r.stdout).values()}, {"tcp"}, "DIST_BIND_BOOTSTRAP=tcp under --mpi=pmix")
+    pmi = lab.pmi()
+    r = lab.srun(SEED + " --dist-bind --mpi=" + pmi, [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "tcp"})
+    t.eq({x["bootstrap"] for x in results(r.stdout).values()}, {"tcp"}, "DIST_BIND_BOOTSTRAP=tcp under --mpi=" + pmi)
     r = lab.srun(SEED + " --dist-bind --mpi=none", [WORKER, "roundtrip"], env={"DIST_BIND_BOOTSTRAP": "pmix"})
     t.ok("DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server" in r.stdout, "forcing pmix without it: clear error")
 
     # Without the plugin: Slurm's variables; without those: PMIx itself.
-    r = lab.srun(SEED + " --mpi=pmix", [WORKER, "roundtrip"])
+    r = lab.srun(SEED + " --mpi=" + pmi, [WORKER, "roundtrip"])
     res = results(r.stdout)
     t.eq({x["source"] for x in res.values()}, {"slurm"}, "no plugin: place from Slurm's variables")
     t.eq(len(res), 5, "no plugin: all 5 ranks fine")
-    r = lab.srun(SEED + " --mpi=pmix", ["env", "-u", "SLURM_PROCID", WORKER, "roundtrip"])
-    res = results(r.stdout)
-    t.eq({x["source"] for x in res.values()}, {"pmix"}, "no RANK, no SLURM_PROCID: place from PMIx")
-    t.eq(sorted(res), [0, 1, 2, 3, 4], "PMIx gives every rank its place")
+    if pmi == "pmix":
+        r = lab.srun(SEED + " --mpi=pmix", ["env", "-u", "SLURM_PROCID", WORKER, "roundtrip"])
+        res = results(r.stdout)
+        t.eq({x["source"] for x in res.values()}, {"pmix"}, "no RANK, no SLURM_PROCID: place from PMIx")
+        t.eq(sorted(res), [0, 1, 2, 3, 4], "PMIx gives every rank its place")
 
-    # A rank that never reaches the barrier, under each PMI.
-    r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "late", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
-    errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
-    t.ok(len(errs) >= 4 and all("DISTBIND_ERR_TIMEOUT" in l for l in errs), "pmix: the others time out (%s)" % errs[:1])
-    t.ok(sum("rank 3 did not arrive within 3 s" in l for l in errs) >= 4, "pmix: and name rank 3")
+        # A rank that never reaches the barrier, under each PMI.
+        r = lab.srun(SEED + " --dist-bind --mpi=pmix", [WORKER, "late", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
+        errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
+        t.ok(len(errs) >= 4 and all("DISTBIND_ERR_TIMEOUT" in l for l in errs),
+             "pmix: the others time out (%s)" % errs[:1])
+        t.ok(sum("rank 3 did not arrive within 3 s" in l for l in errs) >= 4, "pmix: and name rank 3")
     r = lab.srun(SEED + " --dist-bind --mpi=pmi2", [WORKER, "late", "6", "3"], env={"DIST_BIND_TIMEOUT": "3"})
     errs = [l for l in r.stdout.splitlines() if l.startswith("ERR ")]
     t.ok(len(errs) >= 4 and all("not every rank arrived within 3 s" in l and "PMI2 cannot tell which" in l for l in errs),
@@ -97,7 +101,7 @@ with Lab() as lab, Installed() as inst:
     # (PMI2 cannot be initialised again after PMI2_Finalize, and a PMIx
     # server drops a finalising client from the fences under way: both
     # stay connected for the process).
-    for mpi, boot in (("pmix", "pmix"), ("pmi2", "pmi2"), ("none", "tcp")):
+    for mpi, boot in lab.bootstraps():
         r = lab.srun(SEED + " --dist-bind --mpi=" + mpi, [WORKER, "twice", "1"], env={"DIST_BIND_TIMEOUT": "30"})
         res = results(r.stdout)
         t.eq((sorted(res), {x["bootstrap"] for x in res.values()}), ([0, 1, 2, 3, 4], {boot}),
@@ -110,7 +114,7 @@ with Lab() as lab, Installed() as inst:
                                 for l in errs),
          "pmi2: init after a timed-out collective is refused on the 4 ranks that timed out (%s)" % errs[:1])
     # Disagreeing sizes reach every rank as an error, also through PMI.
-    for mpi in ("pmix", "pmi2"):
+    for mpi in [m for m, _ in lab.bootstraps() if m != "none"]:
         r = lab.srun(SEED + " --dist-bind --mpi=" + mpi, [WORKER, "badlen"], env={"DIST_BIND_TIMEOUT": "10"})
         errs = [l for l in r.stdout.splitlines() if l.startswith("ERR DISTBIND_ERR_PEER")]
         t.ok(len(errs) == 5 and all(" passed 48 bytes" in l or "expected 48" in l for l in errs),

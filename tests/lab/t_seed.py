@@ -3,6 +3,7 @@
 job without it.  In the cgroup configuration the site has installed the
 packaged cli_filter, so --dist-bind gets every step GPU openable."""
 # lab-configs: plain cgroup
+# lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import subprocess
 import sys

@@ -105,10 +105,11 @@ try:
     import labkit
     labkit.PLUGIN = PLUGIN
     with labkit.Lab() as lab:
-        r = lab.srun("-N2 -n5 --gpus-per-task=1 --dist-bind --mpi=pmix", [exe])
+        pmi = lab.pmi()
+        r = lab.srun("-N2 -n5 --gpus-per-task=1 --dist-bind --mpi=" + pmi, [exe])
         lines = [l for l in r.stdout.splitlines() if l.startswith("rank ") and "place from dist-bind" in l]
         t.eq(len(lines), 5, "the example runs on 5 ranks with the installed library (rc %d)" % r.returncode)
-        t.ok(all("exchange over pmix" in l for l in lines), "over PMIx")
+        t.ok(all("exchange over " + pmi in l for l in lines), "over " + pmi.upper())
 finally:
     remove = [p for p in reversed(PKGS) if not before[p] and installed(p)]
     if remove:

@@ -456,7 +456,7 @@ int fg_inject(const char *key, int rank, double *seconds) {
         if (eq) *eq = '\0';
         if (strcmp(tok, key) != 0) continue;
         const char *v = eq ? eq + 1 : "*";
-        char *colon = strchr(v, ':');
+        const char *colon = strchr(v, ':');
         if (v[0] != '*' && atoi(v) != rank) continue;
         if (seconds) *seconds = colon ? atof(colon + 1) : 0;
         return 1;
