@@ -24,7 +24,8 @@
 # runs on this machine's release only.  The releases between the oldest
 # and the newest (DIST_BIND_LAB_PARTIAL, default 24.11) run only the tests
 # whose behaviour differs by release, marked "# lab-releases: every", and
-# the package tests.
+# the package tests.  A line "# lab-releases: 26.05" runs a test on that
+# release only (behaviour older releases lack).
 #
 # Each test's output goes to build/test-logs/; a failing test's failed
 # checks (lines "FAIL ...") and its tail are printed.  The last line is
@@ -49,16 +50,39 @@ lab_configs() {
     done
 }
 
-# The same for every other release: "24.11" and "24.11,cgroup".
+# The releases a test runs on, from its "# lab-releases:" line: "native"
+# (this machine's only), "every" (this machine's and every other), release
+# numbers (only those, e.g. "26.05" for what older releases lack); no line:
+# this machine's and every other but the partial ones.  "native" is printed
+# for this machine's.
+test_releases() {
+    local words r
+    words=$(sed -n 's/^# lab-releases: *//p' "$1" | head -1 | sed 's/(.*//')
+    case " $words " in
+        *" native "*) echo native; return 0 ;;
+        *" every "*) echo native; printf '%s\n' ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; return 0 ;;
+    esac
+    if [[ "$words" =~ [0-9]+\.[0-9]+ ]]; then
+        for r in ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; do
+            case " $words " in *" $r "*) echo "$r" ;; esac
+        done
+        return 0
+    fi
+    echo native
+    for r in ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; do
+        [[ "$1" == */lab/* && "$PARTIAL_RELEASES" == *" $r "* ]] || echo "$r"
+    done
+}
+
+# The configurations of a test on each of its releases: "plain", "cgroup",
+# "24.11", "24.11,cgroup".
 release_configs() {
     local r c
-    grep -q '^# lab-releases: *native' "$1" && return 0
-    for r in ${LAB_RELEASES[@]+"${LAB_RELEASES[@]}"}; do
-        if [[ "$1" == */lab/* && "$PARTIAL_RELEASES" == *" $r "* ]] && ! grep -q '^# lab-releases: *every' "$1"; then
-            continue
-        fi
+    for r in $(test_releases "$1"); do
         for c in ${2:-plain}; do
-            if [ "$c" = plain ]; then echo "$r"; else echo "$r,$c"; fi
+            if [ "$r" = native ]; then echo "$c"
+            elif [ "$c" = plain ]; then echo "$r"
+            else echo "$r,$c"; fi
         done
     done
 }
@@ -72,12 +96,13 @@ for level in "${LEVELS[@]}"; do
     for s in "$ROOT"/tests/"$level"/t_*.sh "$ROOT"/tests/"$level"/t_*.py; do
         [ -f "$s" ] || continue
         if [ "$level" = lab ]; then
-            for c in $(lab_configs "$s") $(release_configs "$s" "$(lab_configs "$s")"); do
+            for c in $(release_configs "$s" "$(lab_configs "$s")"); do
                 tests+=("$level:$s@$c")
             done
         elif [ "$level" = pkg ]; then
-            tests+=("$level:$s")
-            for c in $(release_configs "$s"); do tests+=("$level:$s@$c"); done
+            for c in $(release_configs "$s"); do
+                if [ "$c" = plain ]; then tests+=("$level:$s"); else tests+=("$level:$s@$c"); fi
+            done
         else
             tests+=("$level:$s")
         fi

@@ -5,7 +5,7 @@ every task dist-bind set up.
 CUDA enumerates only the devices a process can open, in PCI bus order (the
 lab's fake GPUs: by index), then applies CUDA_VISIBLE_DEVICES: each entry is
 an ordinal among those, and the list ends at the first entry that names no
-device (or names one again).  ROCm does the same with ROCR_VISIBLE_DEVICES
+device (or names one again); an entry may also be a GPU's UUID.  ROCm does the same with ROCR_VISIBLE_DEVICES
 first, then HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) among what is
 left; OpenCL on ROCm then GPU_DEVICE_ORDINAL; Level Zero ZE_AFFINITY_MASK.
 
@@ -25,12 +25,33 @@ def expand(spec):
     return out
 
 
+def uuid_gpu(entry):
+    """The lab GPU a UUID entry names (fake_nvidia.sh: "GPU-0000000K-0000-
+    4000-8000-00000000000N" is minor N of node K), or None."""
+    parts = entry.split("-")
+    if len(parts) == 6 and parts[0] == "GPU" and parts[-1].isdigit():
+        return int(parts[-1])
+    return None
+
+
+def lab_uuid(host, gpu):
+    """The UUID fake_nvidia.sh gives GPU (minor) `gpu` of lab node `host`."""
+    return "GPU-%08d-0000-4000-8000-%012d" % (int(host.lstrip("node")), gpu)
+
+
 def resolve(value, devices):
-    """The devices (in order) a list selects from `devices`; None: all."""
+    """The devices (in order) a list selects from `devices`; None: all.
+    An entry is an ordinal among them, or a GPU's UUID (CUDA accepts both)."""
     if value is None:
         return list(devices)
     out = []
     for entry in value.split(","):
+        if entry.startswith("GPU-"):
+            g = uuid_gpu(entry)
+            if g is None or g not in devices or g in out:
+                break
+            out.append(g)
+            continue
         if not entry.isdigit() or int(entry) >= len(devices) or devices[int(entry)] in out:
             break
         out.append(devices[int(entry)])

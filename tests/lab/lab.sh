@@ -4,12 +4,15 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--release 24.11]
+#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids]
+#               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
 #                  --cli-filter: cli_filter/lua with that script;
 #                  --tree-first: topology/tree, NODE's leaf switch first;
+#                  --gpu-uuids: the GPUs found by gpu/nvidia AutoDetect on a
+#                  fake driver tree (fake_nvidia.sh), listed by UUID (25.11+);
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
@@ -176,7 +179,7 @@ cmd_down() {
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first=""
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0
     while [ $# -gt 0 ]; do
         case $1 in
             --cgroup) cgroup=1; shift ;;
@@ -187,6 +190,7 @@ cmd_up() {
             --dir) d=$2; shift 2 ;;
             --resv-ports) resv=1; shift ;;
             --tree-first) tree_first=$2; shift 2 ;;
+            --gpu-uuids) uuids=1; shift ;;
             *) die "unknown argument $1" ;;
         esac
     done
@@ -299,10 +303,16 @@ NodeName=node1 NodeHostname=node1 NodeAddr=127.0.0.2 Port=$n1_port CPUs=$cpus Re
 NodeName=node2 NodeHostname=node2 NodeAddr=127.0.0.3 Port=$n2_port CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN
 PartitionName=lab Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-    {
-        echo "AutoDetect=off"
-        [ "$gpus" -gt 0 ] && echo "NodeName=node[1-2] Name=gpu File=$gfile"
-    } >"$d/gres.conf"
+    if [ "$uuids" = 1 ]; then
+        # gpu/nvidia AutoDetect on the fake driver tree of fake_nvidia.sh;
+        # Flags=env_uuid (26.05) lists the GPUs by UUID.
+        printf 'AutoDetect=nvidia\nNodeName=node[1-2] Name=gpu Flags=env_uuid\n' >"$d/gres.conf"
+    else
+        {
+            echo "AutoDetect=off"
+            [ "$gpus" -gt 0 ] && echo "NodeName=node[1-2] Name=gpu File=$gfile"
+        } >"$d/gres.conf"
+    fi
     if [ -n "$plugin" ]; then
         echo "optional $plugin" >"$d/plugstack.conf"
     else
@@ -321,6 +331,7 @@ CONF
         # own: the node's namespace shows those controllers as empty,
         # read-only directories (slurmd then logs "controller not found").
         binds="$HIDE_CGROUPS"
+        [ "$uuids" = 1 ] && binds+="'$HERE/fake_nvidia.sh' '$d/$n' ${n#node} $gpus && "
         if [ "$cgroup" = 1 ]; then
             for c in $CGROUP_CONTROLLERS; do
                 binds+="mount --bind '$(cgroup_dir "$d" "$c" "$n")' /sys/fs/cgroup/$c && "
@@ -398,5 +409,5 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 case ${1:-} in
     up | down) release_hook "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

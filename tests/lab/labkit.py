@@ -103,7 +103,7 @@ def lab_config():
 
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
-                 cli_filter=None, tree_first=None, slurmd_debug=None):
+                 cli_filter=None, tree_first=None, slurmd_debug=None, gpu_uuids=False):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -120,6 +120,7 @@ class Lab:
         self.cli_filter = cli_filter
         self.tree_first = tree_first  # topology/tree with this node's leaf switch first
         self.slurmd_debug = slurmd_debug  # SlurmdDebug (default info)
+        self.gpu_uuids = gpu_uuids  # GPUs by gpu/nvidia AutoDetect, listed by UUID (lab.sh --gpu-uuids)
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
@@ -152,6 +153,8 @@ class Lab:
             cmd += ["--cli-filter", self.cli_filter]
         if self.tree_first:
             cmd += ["--tree-first", self.tree_first]
+        if self.gpu_uuids:
+            cmd.append("--gpu-uuids")
         print("(lab: %s%s)" % (" ".join(sorted(self.config)), ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
         if self.sanitize_dir:
@@ -493,7 +496,11 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
         # Bound per task inside a device cgroup, a task can open only its
         # own GPUs, which Slurm names inside the cgroup.
         confined = set(devmodel.expand(f["OPEN_"])) < set(alloc[host])
-        want_names = f["CUDA_VISIBLE_DEVICES"] if confined else ",".join(str(g) for g in mine)
+        if (f["CUDA_VISIBLE_DEVICES"] or "").startswith("GPU-"):
+            # Lists by UUID (26.05 Flags=env_uuid): the own GPUs by UUID.
+            want_names = ",".join(devmodel.lab_uuid(host, g) for g in mine)
+        else:
+            want_names = f["CUDA_VISIBLE_DEVICES"] if confined else ",".join(str(g) for g in mine)
         t.eq(f["DIST_BIND_GPUS"], want_names, pre + "DIST_BIND_GPUS = the GPUs Slurm gave it, as Slurm names them")
         t.eq(f["CUDA_DEVICE_ORDER"], "PCI_BUS_ID", pre + "CUDA_DEVICE_ORDER")
         if mode in ("rank", "closest") and not share:

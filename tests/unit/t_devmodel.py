@@ -4,7 +4,7 @@ hand: CUDA's and ROCm's enumeration, and that the invariant catches each
 kind of mistake."""
 import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
-from devmodel import expand, resolve, cuda_view, hip_view, opencl_view, violations
+from devmodel import expand, lab_uuid, resolve, cuda_view, hip_view, opencl_view, violations
 
 fails = 0
 
@@ -26,6 +26,14 @@ eq(resolve("1,0,2", [1]), [], "the list ends at the first entry naming nothing (
 eq(resolve("0,5,1", [0, 1, 2]), [0], "ends at 5")
 eq(resolve("0,0,1", [0, 1]), [0], "a repeated device ends the list")
 eq(resolve("GPU-x,0", [0]), [], "a name CUDA cannot match ends it")
+# UUIDs (Slurm 26.05 Flags=env_uuid; the lab's fake_nvidia.sh names minor N of node K
+# GPU-0000000K-0000-4000-8000-00000000000N): CUDA matches them among the openable GPUs.
+U = "GPU-00000001-0000-4000-8000-%012d"
+eq(lab_uuid("node1", 2), U % 2, "the lab's UUID of node1's GPU 2")
+eq(resolve(",".join(U % g for g in (2, 0, 1)), [0, 1, 2]), [2, 0, 1], "a UUID list selects by UUID, in its order")
+eq(resolve(",".join(U % g for g in (1, 2)), [1]), [1], "a UUID the task cannot open ends the list")
+eq(resolve(U % 3 + ",0", [0, 3]), [3, 0], "UUIDs and ordinals mixed")
+eq(resolve(",".join(U % g for g in (1, 1)), [1]), [1], "a repeated UUID ends the list")
 # The cgroup case of issue 8: Slurm's 0 is GPU 1 inside the task's cgroup.
 eq(cuda_view({"CUDA_VISIBLE_DEVICES": "0"}, [1]), [1], "cgroup-local 0 is the only openable GPU")
 # ROCm: ROCR first, then HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) among what is left.
