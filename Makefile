@@ -2,7 +2,8 @@
 #
 #   make            build everything into build/
 #   make check      every test (unit under ASan/UBSan, the lab, PyTorch), the
-#                   lab and package tests also on Slurm 24.11 (tests/lab/release.sh)
+#                   lab and package tests also on Slurm 24.11 and 26.05
+#                   (tests/lab/release.sh)
 #   make check-quick the same on this machine's Slurm only
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
