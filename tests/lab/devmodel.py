@@ -153,7 +153,7 @@ def violations(rows, own, alloc, mode, share=False):
 
 def node_alloc(rows):
     """{host: the job's GPUs there} from the probe's ALLOC_ (local task 0)."""
-    return {row["SLURMD_NODENAME"]: expand(row["ALLOC_"]) for row in rows.values()
+    return {row["SLURMD_NODENAME"]: sorted(expand(row["ALLOC_"])) for row in rows.values()
             if row.get("ALLOC_") is not None}
 
 

@@ -4,7 +4,7 @@
 # node's hostname and a private /etc/hosts.
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids]
+#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types]
 #               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
@@ -13,6 +13,7 @@
 #                  --tree-first: topology/tree, NODE's leaf switch first;
 #                  --gpu-uuids: the GPUs found by gpu/nvidia AutoDetect on a
 #                  fake driver tree (fake_nvidia.sh), listed by UUID (25.11+);
+#                  --gpu-types: half the GPUs of type a100, half v100;
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
@@ -179,7 +180,7 @@ cmd_down() {
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0
     while [ $# -gt 0 ]; do
         case $1 in
             --cgroup) cgroup=1; shift ;;
@@ -191,6 +192,7 @@ cmd_up() {
             --resv-ports) resv=1; shift ;;
             --tree-first) tree_first=$2; shift 2 ;;
             --gpu-uuids) uuids=1; shift ;;
+            --gpu-types) types=1; shift ;;
             *) die "unknown argument $1" ;;
         esac
     done
@@ -224,8 +226,9 @@ cmd_up() {
     n1_port=$(free_port); USED_PORTS+=" $n1_port"
     n2_port=$(free_port); USED_PORTS+=" $n2_port"
 
-    local gres_node="" task_plugin=task/none proctrack=proctrack/pgid
+    local gres_node="" task_plugin=task/none proctrack=proctrack/pgid half=$((gpus / 2))
     [ "$gpus" -gt 0 ] && gres_node="Gres=gpu:$gpus"
+    [ "$types" = 1 ] && gres_node="Gres=gpu:a100:$half,gpu:v100:$((gpus - half))"
     if [ "$cgroup" = 1 ]; then
         [ -f /sys/fs/cgroup/devices/devices.list ] || die "--cgroup needs the cgroup v1 devices controller at /sys/fs/cgroup/devices"
         task_plugin=task/cgroup proctrack=proctrack/cgroup
@@ -307,6 +310,10 @@ CONF
         # gpu/nvidia AutoDetect on the fake driver tree of fake_nvidia.sh;
         # Flags=env_uuid (26.05) lists the GPUs by UUID.
         printf 'AutoDetect=nvidia\nNodeName=node[1-2] Name=gpu Flags=env_uuid\n' >"$d/gres.conf"
+    elif [ "$types" = 1 ]; then
+        # Two GPU types per node: the first half a100, the rest v100.
+        printf 'AutoDetect=off\nNodeName=node[1-2] Name=gpu Type=a100 File=%s\nNodeName=node[1-2] Name=gpu Type=v100 File=%s\n' \
+            "$d/dev/nvidia[0-$((half - 1))]" "$d/dev/nvidia[$half-$((gpus - 1))]" >"$d/gres.conf"
     else
         {
             echo "AutoDetect=off"
@@ -409,5 +416,5 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 case ${1:-} in
     up | down) release_hook "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

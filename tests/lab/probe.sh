@@ -21,8 +21,9 @@ if [ "${SLURM_LOCALID:-}" = 0 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
     ALLOC_=""
     while read -r line; do
         nodes=${line#*Nodes=}; nodes=${nodes%% *}
-        idx=""
-        case $line in *IDX:*) idx=${line#*IDX:}; idx=${idx%%)*} ;; esac
+        # Every GRES entry's IDX (a node with two GPU types lists two):
+        # "GRES=gpu:v100:2(IDX:2-3),gpu:a100:2(IDX:0-1)".
+        idx=$(grep -o 'IDX:[^)]*' <<<"$line" | sed 's/^IDX://' | paste -sd, -)
         scontrol show hostnames "$nodes" | grep -qx "$HOSTNAME_" && ALLOC_=$idx
     done < <(scontrol show job -d "$SLURM_JOB_ID" | grep ' Nodes=')
 fi
