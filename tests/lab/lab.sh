@@ -5,6 +5,7 @@
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
 #               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types]
+#               [--stepmgr]
 #               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
@@ -14,6 +15,8 @@
 #                  --gpu-uuids: the GPUs found by gpu/nvidia AutoDetect on a
 #                  fake driver tree (fake_nvidia.sh), listed by UUID (25.11+);
 #                  --gpu-types: half the GPUs of type a100, half v100;
+#                  --stepmgr: steps managed on the job's first node (24.05+;
+#                  what srun --async needs);
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
@@ -180,7 +183,7 @@ cmd_down() {
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0 stepmgr=0
     while [ $# -gt 0 ]; do
         case $1 in
             --cgroup) cgroup=1; shift ;;
@@ -193,6 +196,7 @@ cmd_up() {
             --tree-first) tree_first=$2; shift 2 ;;
             --gpu-uuids) uuids=1; shift ;;
             --gpu-types) types=1; shift ;;
+            --stepmgr) stepmgr=1; shift ;;
             *) die "unknown argument $1" ;;
         esac
     done
@@ -281,6 +285,7 @@ ProctrackType=$proctrack
 TaskPlugin=$task_plugin
 $([ -n "$cli_filter" ] && echo "CliFilterPlugins=cli_filter/lua")
 $([ -n "$tree_first" ] && echo "TopologyPlugin=topology/tree")
+$([ "$stepmgr" = 1 ] && printf 'SlurmctldParameters=enable_stepmgr\nPrologFlags=contain')
 # Job ids of concurrent labs (and of earlier runs) do not repeat.
 FirstJobId=$((1000 + RANDOM * 16 + RANDOM % 16))
 SelectType=select/cons_tres
@@ -416,5 +421,5 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 case ${1:-} in
     up | down) release_hook "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types] [--stepmgr] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac
