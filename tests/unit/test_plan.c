@@ -267,6 +267,31 @@ static const struct row rows[] = {
     {"gpu-bind=none, asked more per task than fit: one each", "", "", 7, 0, 2, 0, 3, 2,
      STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2|CUDA_VISIBLE_DEVICES=0,1,2|" DB_DEVICES_HINT "=none,gpus-per-task=2", 1, 1,
      "", "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    /* srun's word has no count (srun could not read slurmctld's configuration):
+     * the step's environment says; from 25.05 per type, summed. */
+    {"gpu-bind=none, 2 per task from SLURM_GPUS_PER_TASK", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_GPUS_PER_TASK=2", 1, 1, "",
+     "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, two types per task from SLURM_GPUS_PER_TASK", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_GPUS_PER_TASK=a100:1,v100:1", 1, 1, "",
+     "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, two types per task from SLURM_TRES_PER_TASK", "isolate", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|"
+                  "SLURM_TRES_PER_TASK=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1",
+     1, 1, "", "CUDA_VISIBLE_DEVICES=2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, srun's count wins", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_GPUS_PER_TASK=1|" DB_DEVICES_HINT
+                  "=none,gpus-per-task=2",
+     1, 1, "", "DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"gpu-bind=none, SLURM_TRES_PER_TASK without GPUs", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_TRES_PER_TASK=cpu=2", 1, 1, "",
+     "DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    {"bad SLURM_GPUS_PER_TASK", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_GPUS_PER_TASK=a100:1,v100", 1, 1, "",
+     NULL, "SLURM_GPUS_PER_TASK=\"a100:1,v100\"&expected a count", NULL},
+    {"bad SLURM_TRES_PER_TASK", "", "", 7, 0, 2, 0, 3, 2,
+     STEP2("2,1") "|SLURM_STEP_GPUS=0,1,2,3|CUDA_VISIBLE_DEVICES=0,1,2,3|SLURM_TRES_PER_TASK=gres/gpu:a100=x", 1, 1, "",
+     NULL, "SLURM_TRES_PER_TASK=\"gres/gpu:a100=x\"", NULL},
     {"gpu-bind=none, more tasks than GPUs", "", "", 7, 0, 1, 0, 3, 3,
      "SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=3" GPUS("0,1"), 2, 2, "", NULL, "node1&3 tasks&2 GPUs", NULL},
 
