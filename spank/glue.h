@@ -36,6 +36,13 @@ int db_local_user_init(spank_t sp, const struct db_glue *g);
 /* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
 void db_local_devices_hint(spank_t sp, const db_request *eff);
 
+/* srun: a Slurm API function by name, else by its name in older releases
+ * (NULL for none); NULL if srun has neither. */
+void *db_slurm_api(const char *name, const char *older);
+/* srun: a message the user sees with --dist-bind=...,verbose (and
+ * otherwise with srun -v). */
+void db_local_say(const db_request *eff, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* slurmstepd: slurm_spank_user_init, slurm_spank_task_init, slurm_spank_exit. */
 int db_remote_user_init(spank_t sp, struct db_glue *g);
 int db_remote_task_init(spank_t sp, const struct db_glue *g);

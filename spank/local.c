@@ -7,12 +7,14 @@
  * tasks through srun's environment, which srun merges into the step's
  * after this callback.
  *
- * The Slurm API is looked up with dlsym: srun always has libslurm loaded,
- * and the plugin does not link against it (slurmstepd loads it too).
+ * The Slurm API is looked up with dlsym (db_slurm_api): srun always has
+ * libslurm loaded, and the plugin does not link against it (slurmstepd
+ * loads it too).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +27,31 @@
 extern char **environ;
 
 typedef slurm_step_layout_t *(*layout_get_f)(slurm_step_id_t *);
-typedef void (*layout_destroy_f)(slurm_step_layout_t *);
+typedef void (*layout_free_f)(slurm_step_layout_t *);
 typedef int (*load_node_f)(node_info_msg_t **, char *, uint16_t);
 typedef void (*free_node_f)(node_info_msg_t *);
 
-static void *api(const char *name) {
+void *db_slurm_api(const char *name, const char *older) {
     void *f = dlsym(RTLD_DEFAULT, name);
+    if (!f && older) f = dlsym(RTLD_DEFAULT, older);
+    return f;
+}
+
+void db_local_say(const db_request *eff, const char *fmt, ...) {
+    char msg[DB_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (eff->verbose)
+        slurm_spank_log(DB_PREFIX "%s", msg);
+    else
+        slurm_verbose(DB_PREFIX "%s", msg);
+}
+
+/* A Slurm API function srun cannot do without for this step. */
+static void *api(const char *name) {
+    void *f = db_slurm_api(name, NULL);
     if (!f) slurm_error(DB_PREFIX "Slurm API %s not found in this process", name);
     return f;
 }
@@ -38,14 +59,15 @@ static void *api(const char *name) {
 /* The name of the node that runs task 0, from the step's layout. */
 static int rank0_node(uint32_t job, uint32_t step, char *name, size_t len) {
     layout_get_f get = (layout_get_f)api("slurm_job_step_layout_get");
-    layout_destroy_f destroy = (layout_destroy_f)api("slurm_step_layout_destroy");
+    /* Public, unlike slurm_step_layout_destroy, which it calls. */
+    layout_free_f release = (layout_free_f)api("slurm_job_step_layout_free");
     char err[DB_ERRLEN];
     slurm_step_id_t id;
     slurm_step_layout_t *l;
     int node = -1, rc = -1;
     uint32_t n, t;
 
-    if (!get || !destroy) return -1;
+    if (!get || !release) return -1;
     /* Named fields: from 24.11 the struct starts with a sluid, left 0
      * (Slurm's own initializer's value) so slurmctld finds the step by
      * job and step id. */
@@ -64,7 +86,7 @@ static int rank0_node(uint32_t job, uint32_t step, char *name, size_t len) {
         slurm_error(DB_PREFIX "%s", err);
     else
         rc = 0;
-    destroy(l);
+    release(l);
     return rc;
 }
 

@@ -4,12 +4,12 @@
  * (DB_DEVICES_HINT, see db_core.h).  The nodes cannot read slurmctld's
  * configuration themselves, and Slurm's GPU lists show it only sometimes;
  * srun asks slurmctld once per step, through the public API
- * (slurm_load_ctl_conf, slurm_print_key_pairs), looked up with dlsym as in
- * local.c.  Failing to ask never fails the step: the nodes then go by
- * Slurm's lists alone and say so in verbose.
+ * (slurm_load_ctl_conf, slurm_print_key_pairs, slurm_free_conf, named
+ * slurm_free_ctl_conf before 26.05), looked up with dlsym as in local.c.
+ * Failing to ask never fails the step: the nodes then go by Slurm's lists
+ * alone and say so in verbose, and so does srun (with --dist-bind=verbose).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +61,23 @@ void db_local_devices_hint(spank_t sp, const db_request *eff) {
      * environment. */
     unsetenv(DB_DEVICES_HINT);
     if (eff->mode != DB_MODE_RANK && eff->mode != DB_MODE_CLOSEST && eff->mode != DB_MODE_ISOLATE) return;
-    load = (load_conf_f)dlsym(RTLD_DEFAULT, "slurm_load_ctl_conf");
-    release = (free_conf_f)dlsym(RTLD_DEFAULT, "slurm_free_ctl_conf");
-    print = (print_pairs_f)dlsym(RTLD_DEFAULT, "slurm_print_key_pairs");
+    load = (load_conf_f)db_slurm_api("slurm_load_ctl_conf", NULL);
+    /* 26.05 renamed slurm_free_ctl_conf, with no alias. */
+    release = (free_conf_f)db_slurm_api("slurm_free_conf", "slurm_free_ctl_conf");
+    print = (print_pairs_f)db_slurm_api("slurm_print_key_pairs", NULL);
     if (!load || !release || !print) {
-        slurm_verbose(DB_PREFIX "srun has no slurm_load_ctl_conf: cannot tell the nodes about device cgroups");
+        db_local_say(eff, "srun has no %s: cannot tell the nodes about device cgroups (%s not passed)",
+                     !load      ? "slurm_load_ctl_conf"
+                     : !release ? "slurm_free_conf (or slurm_free_ctl_conf)"
+                                : "slurm_print_key_pairs",
+                     DB_DEVICES_HINT);
         return;
     }
     if (load((time_t)0, &conf) != 0 || !conf) {
-        slurm_verbose(DB_PREFIX "cannot read slurmctld's configuration: cannot tell the nodes about device cgroups");
+        db_local_say(eff,
+                     "cannot read slurmctld's configuration: cannot tell the nodes about device cgroups (%s not "
+                     "passed)",
+                     DB_DEVICES_HINT);
         return;
     }
     mem = open_memstream(&text, &len);

@@ -6,11 +6,14 @@
 //   includes task/cgroup and cgroup.conf has ConstrainDevices=yes (unless
 //   the step asked for --gres-flags=allow-task-sharing);
 // - how many GPUs each task asked for (--gpus-per-task, --tres-per-task),
-//   which the nodes need where Slurm binds none (--gpu-bind=none).
+//   which the nodes need where Slurm binds none (--gpu-bind=none).  From
+//   25.05 a step may ask for several types per task
+//   (--gpus-per-task=a100:1,v100:1); Slurm binds their sum (per_task:2).
 #include <cstring>
 #include <string>
 
 #include "db_core.h"
+#include "plan.hh"
 #include "text.hh"
 
 namespace db {
@@ -42,18 +45,10 @@ bool gres_flags_share(std::string_view flags) {
     return false;
 }
 
-// GPUs per task from --gpus-per-task ("N", "TYPE:N") or from --tres-per-task
-// ("cpu=2,gres/gpu:N", "gres/gpu:TYPE=N", ...); 0 where it names none.
-uint64_t count_of(std::string_view v) {
+// The count at the end of "N", "TYPE:N", "TYPE=N".
+bool count_of(std::string_view v, uint64_t &n) {
     size_t sep = v.find_last_of(":=");
-    uint64_t n = 0;
-    return parse_uint(sep == std::string_view::npos ? v : v.substr(sep + 1), 1u << 20, n) ? n : 0;
-}
-
-uint64_t tres_gpus(std::string_view tres) {
-    for (std::string_view t : split(tres, ','))
-        if (t.substr(0, 8) == "gres/gpu" || t.substr(0, 8) == "gres:gpu") return count_of(t.substr(8));
-    return 0;
+    return parse_uint(sep == std::string_view::npos ? v : v.substr(sep + 1), kMaxGpusPerTask, n);
 }
 
 // The value of srun option `name` in argv ("--name=V" or "--name V"), or
@@ -72,6 +67,27 @@ const char *option(int argc, const char *const *argv, std::string_view name) {
 }
 
 }  // namespace
+
+bool gpus_per_task_count(std::string_view v, uint64_t &k) {
+    uint64_t sum = 0, n;
+    for (std::string_view part : split(v, ',')) {
+        if (!count_of(part, n) || n == 0 || (sum += n) > kMaxGpusPerTask) return false;
+    }
+    k = sum;
+    return true;
+}
+
+bool tres_gpu_count(std::string_view tres, uint64_t &k) {
+    uint64_t sum = 0, n;
+    for (std::string_view t : split(tres, ',')) {
+        const std::string_view head = t.substr(0, 8);
+        if ((head != "gres/gpu" && head != "gres:gpu") || (t.size() > 8 && t[8] != ':' && t[8] != '=')) continue;
+        if (!count_of(t.substr(8), n) || n == 0 || (sum += n) > kMaxGpusPerTask) return false;
+    }
+    k = sum;
+    return true;
+}
+
 }  // namespace db
 
 extern "C" int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
@@ -85,15 +101,18 @@ extern "C" int db_srun_hint(const char *task_plugins, const char *cgroup_conf, i
         if (!flags) flags = env_get(env, "SLURM_GRES_FLAGS");
         if (flags && gres_flags_share(flags)) hint += ",task-sharing";
     }
+    // A value that does not parse gives no word rather than a wrong one.
     uint64_t k = 0;
+    bool ok = true;
     if (const char *v = option(argc, argv, "gpus-per-task"))
-        k = count_of(v);
+        ok = gpus_per_task_count(v, k);
     else if (const char *t = option(argc, argv, "tres-per-task"))
-        k = tres_gpus(t);
+        ok = tres_gpu_count(t, k);
     else if (const char *e = env_get(env, "SLURM_GPUS_PER_TASK"))
-        k = count_of(e);
+        ok = gpus_per_task_count(e, k);
     else if (const char *te = env_get(env, "SLURM_TRES_PER_TASK"))
-        k = tres_gpus(te);
+        ok = tres_gpu_count(te, k);
+    if (!ok) k = 0;
     if (k) hint += ",gpus-per-task=" + std::to_string(k);
     if (hint.size() >= outlen) return -1;
     copy_out(hint, out, outlen);

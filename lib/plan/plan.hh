@@ -88,6 +88,16 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
 
+// GPUs per task as srun and Slurm write them: --gpus-per-task and
+// SLURM_GPUS_PER_TASK ("2", "a100:2", from 25.05 "a100:1,v100:1"), and the
+// gres/gpu items of --tres-per-task and SLURM_TRES_PER_TASK
+// ("cpu=2,gres/gpu=2", "gres/gpu:a100=1,gres/gpu:v100=1").  Types add up,
+// as Slurm binds their sum per task.  false: a part that names no count
+// (or 0, or more than kMaxGpusPerTask in all); k = 0: no GPUs named.
+constexpr uint64_t kMaxGpusPerTask = 1u << 20;
+bool gpus_per_task_count(std::string_view v, uint64_t &k);
+bool tres_gpu_count(std::string_view tres, uint64_t &k);
+
 // MASTER_PORT from the admin's range when nothing else gives one: distinct
 // for consecutive step ids of one job, spread over jobs.
 unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id);

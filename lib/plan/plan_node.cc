@@ -177,6 +177,22 @@ Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
     return said;
 }
 
+// GPUs per task from the step's environment, where srun's word has none:
+// SLURM_GPUS_PER_TASK (before 23.11), else the gres/gpu items of
+// SLURM_TRES_PER_TASK; several types add up.  0: not asked.
+size_t step_gpus_per_task(const db_node_input &in) {
+    uint64_t k = 0;
+    if (const char *g = env_get(in.env, "SLURM_GPUS_PER_TASK")) {
+        if (!gpus_per_task_count(g, k))
+            throw Error(quoted("SLURM_GPUS_PER_TASK", g) + ": expected a count (N, TYPE:N, or TYPE:N,TYPE:M,...)");
+    } else if (const char *t = env_get(in.env, "SLURM_TRES_PER_TASK")) {
+        if (!tres_gpu_count(t, k))
+            throw Error(quoted("SLURM_TRES_PER_TASK", t) +
+                        ": expected GPU counts as gres/gpu=N or gres/gpu:TYPE=N (or none)");
+    }
+    return static_cast<size_t>(k);
+}
+
 // Does Slurm confine each task it binds to its own GPUs (task/cgroup with
 // ConstrainDevices=yes)?  Then it numbers every list inside the cgroup
 // ("0" is the first GPU the process can open) and a task it bound per task
@@ -209,6 +225,7 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
         seen = Devices::Confined;
 
     const Devices said = read_devices_hint(in, np);
+    if (!np.gpus_per_task) np.gpus_per_task = step_gpus_per_task(in);
     if (seen != Devices::Unknown) {
         np.devices = seen;
         np.devices_from = "from Slurm's GPU lists";

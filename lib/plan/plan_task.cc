@@ -101,7 +101,11 @@ class TaskGpus {
 
   private:
     void set(const std::string &name, std::string value) { tp_.set.emplace_back(name, std::move(value)); }
-    bool bound_per_task() const { return task_list_ && mine_ != step_ && np_.local_ntasks > 1; }
+    // Slurm narrowed this task's list: it bound it per task.  Up to 25.05 it
+    // never binds a node's only task (its list is the step's); from 25.11 it
+    // does (--gpu-bind, --gpus-per-task), with a device cgroup of its own
+    // under ConstrainDevices.
+    bool bound_per_task() const { return task_list_ && mine_ != step_; }
 
     // A task Slurm bound per task under a device cgroup can open only its
     // own GPUs, which Slurm numbers 0..k-1 (a list that is not, under

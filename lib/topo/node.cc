@@ -12,6 +12,7 @@
 #include <new>
 
 #include "db_topo.h"
+#include "plan.hh"
 #include "topo.hh"
 
 struct db_topo_node_result {
@@ -33,33 +34,23 @@ double now_ms() {
     return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// --gpus-per-task as srun exports it: "2" or "type:2".
+// --gpus-per-task as srun exports it: "2", "type:2", from 25.05 also
+// "a100:1,v100:1" (Slurm binds the sum).
 size_t gpus_per_task(const char *v) {
-    std::string_view s(v);
-    std::string_view num = s.substr(s.rfind(':') == std::string_view::npos ? 0 : s.rfind(':') + 1);
     uint64_t k;
-    if (!parse_uint(num, 1u << 16, k) || k == 0)
-        throw Error(quoted("SLURM_GPUS_PER_TASK", s) + ": expected a count (N or TYPE:N)");
+    if (!gpus_per_task_count(v, k))
+        throw Error(quoted("SLURM_GPUS_PER_TASK", v) + ": expected a count (N, TYPE:N, or TYPE:N,TYPE:M,...)");
     return static_cast<size_t>(k);
 }
 
 // From 23.11 srun and sbatch pass --gpus-per-task only inside
-// SLURM_TRES_PER_TASK ("cpu=4,gres/gpu=2", "gres/gpu:type=2"); 0 when it
-// names no GPUs.
+// SLURM_TRES_PER_TASK ("cpu=4,gres/gpu=2", "gres/gpu:type=2", the gres/gpu
+// items of several types summed); 0 when it names no GPUs.
 size_t tres_gpus_per_task(const char *v) {
-    std::string_view s(v);
-    while (!s.empty()) {
-        const size_t comma = s.find(',');
-        const std::string_view item = s.substr(0, comma);
-        s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-        if (item.substr(0, 8) != "gres/gpu" || (item.size() > 8 && item[8] != '=' && item[8] != ':')) continue;
-        const size_t eq = item.rfind('=');
-        uint64_t k;
-        if (eq == std::string_view::npos || !parse_uint(item.substr(eq + 1), 1u << 16, k) || k == 0)
-            throw Error(quoted("SLURM_TRES_PER_TASK", v) + ": expected a GPU count (gres/gpu=N or gres/gpu:TYPE=N)");
-        return static_cast<size_t>(k);
-    }
-    return 0;
+    uint64_t k;
+    if (!tres_gpu_count(v, k))
+        throw Error(quoted("SLURM_TRES_PER_TASK", v) + ": expected a GPU count (gres/gpu=N or gres/gpu:TYPE=N)");
+    return static_cast<size_t>(k);
 }
 
 // The numbers Slurm knows the step's GPUs by on this node: with cgroup

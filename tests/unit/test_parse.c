@@ -296,6 +296,17 @@ static const struct {
     {"task/none", "", "srun", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=3"},
     {"task/none", "", "srun", "SLURM_TRES_PER_TASK=cpu=10,gres/gpu:gtx=1", "none,gpus-per-task=1"},
     {"task/none", "", "srun --gpus-per-task=1", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=1"},
+    /* 25.05+: one count per GPU type; Slurm binds their sum (per_task:2). */
+    {"task/none", "", "srun --gpus-per-task=a100:1,v100:1", "", "none,gpus-per-task=2"},
+    {"task/none", "", "srun --gpus-per-task a100:2,v100:1", "", "none,gpus-per-task=3"},
+    {"task/none", "", "srun --tres-per-task=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "", "none,gpus-per-task=2"},
+    {"task/none", "", "srun", "SLURM_GPUS_PER_TASK=a100:1,v100:1", "none,gpus-per-task=2"},
+    {"task/none", "", "srun", "SLURM_TRES_PER_TASK=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "none,gpus-per-task=2"},
+    /* A part that names no count: no word rather than a wrong one. */
+    {"task/none", "", "srun --gpus-per-task=a100:1,v100", "", "none"},
+    {"task/none", "", "srun --tres-per-task=gres/gpu:a100=1,gres/gpu:v100=x", "", "none"},
+    /* gres/gpuish is not gres/gpu. */
+    {"task/none", "", "srun --tres-per-task=gres/gpuish=3", "", "none"},
     {"task/none", "", "srun --gpus-per-task=x", "", "none"},
     {"task/none", "", "srun --gpus-per-task=0", "", "none"},
     {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing --gpus-per-task=1", "",

@@ -226,6 +226,12 @@ static const struct node_row node_rows[] = {
      "0-63", 64, NULL, "2,3/0/hsi1;0,1/2/hsi0", NULL},
     {"typed GPUs per task from SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu:mi250x=2", "0,1,2,3,4,5,6,7",
      1, "16", 2, NULL, "2,3/1/hsi1", NULL},
+    /* 25.05+: --gpus-per-task=TYPE:N,TYPE:M gives each task N+M GPUs. */
+    {"GPUs per task of two types", TIOGA, "SLURM_GPUS_PER_TASK=mi250x:1,mi300:1", "0,1,2,3,4,5,6,7", 2, "0-63", 64,
+     NULL, "2,3/0/hsi1;0,1/2/hsi0", NULL},
+    {"GPUs per task of two types from SLURM_TRES_PER_TASK", TIOGA,
+     "SLURM_TRES_PER_TASK=cpu=32,gres/gpu:mi250x=1,gres/gpu:mi300=1", "0,1,2,3,4,5,6,7", 2, "0-63", 64, NULL,
+     "2,3/0/hsi1;0,1/2/hsi0", NULL},
     {"SLURM_TRES_PER_TASK without GPUs", TIOGA, "SLURM_TRES_PER_TASK=cpu=2,gres/gpuish=3", "0,4", 1, "0", 1, NULL,
      "1,0/0/hsi2,hsi0", NULL},
     /* A node's only task without --gpus-per-task owns all its GPUs, nearest first. */
@@ -257,6 +263,8 @@ static const struct node_row node_rows[] = {
      "SLURM_GPUS_PER_TASK=\"two\"&expected a count"},
     {"bad SLURM_TRES_PER_TASK", TIOGA, "SLURM_TRES_PER_TASK=gres/gpu=two", "0,1", 2, "0-1", 1, NULL, NULL,
      "SLURM_TRES_PER_TASK=\"gres/gpu=two\"&expected a GPU count"},
+    {"bad second GPU type count", TIOGA, "SLURM_GPUS_PER_TASK=a100:1,v100:x", "0,1", 2, "0-1", 1, NULL, NULL,
+     "SLURM_GPUS_PER_TASK=\"a100:1,v100:x\"&expected a count"},
     {"bad distribution", TIOGA, "SLURM_DISTRIBUTION=block:sideways", "0,1", 2, "0-1", 1, NULL, NULL,
      "SLURM_DISTRIBUTION=\"block:sideways\""},
     /* Broken or hostile cache files: live discovery instead (whatever it
