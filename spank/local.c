@@ -213,3 +213,37 @@ int db_local_user_init(spank_t sp, const struct db_glue *g) {
     if (draw_secret() != 0) return -1;
     return layout_hints(sp, g, &eff);
 }
+
+/* Slurm 26.05's `srun --async` hands the step to the stepmgr and skips
+ * slurm_spank_local_user_init: no secret, no rank 0, no node ranks would
+ * reach the tasks.  Refused here, before anything is allocated.  srun
+ * exports nothing for --async, so its command line says. */
+int db_local_refuse_async(const struct db_glue *g) {
+    enum { LEN = 256 * 1024, MAX = 8192 };
+    char *buf;
+    const char **argv;
+    db_request eff;
+    int argc, complete, async;
+
+    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return 0; /* refused already */
+    eff = db_glue_effective(g);
+    if (eff.mode == DB_MODE_OFF) return 0;
+    buf = malloc(LEN);
+    argv = malloc(MAX * sizeof *argv);
+    if (!buf || !argv) {
+        free(buf);
+        free(argv);
+        return 0; /* srun runs out of memory soon enough without us */
+    }
+    argc = db_local_cmdline(buf, LEN, argv, MAX, &complete);
+    async = db_srun_async(argc, argv);
+    free(buf);
+    free(argv);
+    if (!async) return 0;
+    slurm_error(DB_PREFIX
+                "%s%s cannot run with srun --async: srun does not prepare an asynchronous step's tasks "
+                "for dist-bind (the step's secret, rank 0's node and the node ranks would never reach "
+                "them). Drop --async, or add --dist-bind=off to run this step without dist-bind",
+                g->opt_given ? "--dist-bind=" : "the site's default --dist-bind=", db_mode_name(eff.mode));
+    return -1;
+}

@@ -96,6 +96,13 @@ typedef struct db_config {
 int db_layout_hints(uint32_t nnodes, uint32_t ntasks, const uint16_t *tasks, const uint32_t *const *tids, char **out,
                     uint32_t *rank0_node, char *err, size_t errlen);
 
+/* srun (init_post_opt): does srun's own command line (argv[0] is srun;
+ * the program and its arguments follow srun's options) ask for --async?
+ * Slurm 26.05's asynchronous steps skip slurm_spank_local_user_init.  An
+ * option srun does not know (another plugin's) is taken to have no
+ * separate value: with `--its-option VALUE`, VALUE counts as the program. */
+int db_srun_async(int argc, const char *const *argv);
+
 /* Variable srun uses to tell the nodes what only srun and slurmctld know:
  * "cgroup" (TaskPlugin task/cgroup with ConstrainDevices=yes in slurmctld's
  * configuration: Slurm confines the devices of a task it binds per task and

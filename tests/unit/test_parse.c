@@ -366,6 +366,52 @@ START_TEST(layout_sizes) {
 }
 END_TEST
 
+/* srun's own command line: --async among srun's options, not the program's. */
+static const struct {
+    const char *args;
+    int async;
+} async_rows[] = {
+    {"srun --async --dist-bind prog", 1},
+    {"srun --dist-bind --async prog", 1},
+    {"srun -n2 --async prog", 1},
+    {"srun --async", 1},
+    {"srun --asy prog", 1}, /* getopt_long takes an abbreviation */
+    {"srun --as prog", 1},
+    {"srun --parsable --async -N2 -n5 --gpus-per-task 1 prog", 1},
+    {"srun -N 2 --async prog", 1},
+    {"srun -lN2 --async prog", 1},
+    {"srun -lN 2 --async prog", 1},
+    {"srun --nodelist node1 --async prog", 1},
+    {"srun --nodel node1 --async prog", 1},
+    {"srun --dist-bind=verbose,share --async prog", 1},
+    {"srun -k0 --async prog", 1},
+    {"srun prog --async", 0},
+    {"srun --dist-bind python train.py --async", 0},
+    {"srun -n 2 prog --async", 0},
+    {"srun -J --async prog", 0},         /* the job's name is "--async" */
+    {"srun --job-name --async prog", 0}, /* the same */
+    {"srun --mpi pmix prog --async", 0},
+    {"srun -- --async", 0},
+    {"srun - --async", 0},
+    {"srun --async=1 prog", 0}, /* srun refuses this itself */
+    {"srun --a prog", 0},       /* ambiguous: srun refuses it */
+    {"srun --asynchronous prog", 0},
+    /* Another plugin's option: its value is taken for the program. */
+    {"srun --container-image img --async prog", 0},
+    {"srun --container-image=img --async prog", 1},
+    {"srun", 0},
+    {"", 0},
+};
+
+START_TEST(async_row) {
+    char **argv = NULL;
+    int argc = make_argv(async_rows[_i].args, &argv);
+    ck_assert_msg(db_srun_async(argc, (const char *const *)argv) == async_rows[_i].async, "\"%s\": want %d",
+                  async_rows[_i].args, async_rows[_i].async);
+    free_env(argv);
+}
+END_TEST
+
 /* srun's word to the nodes: device cgroups from slurmctld's configuration
  * as the public API prints it, the step's --gres-flags and GPUs per task
  * from srun's options (argv without the program) and environment. */
@@ -444,6 +490,7 @@ int main(void) {
     tcase_add_test(tc, srun_lookup_needed);
     tcase_add_loop_test(tc, layout_row, 0, (int)(sizeof layout_rows / sizeof layout_rows[0]));
     tcase_add_test(tc, layout_sizes);
+    tcase_add_loop_test(tc, async_row, 0, (int)(sizeof async_rows / sizeof async_rows[0]));
     tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));
     suite_add_tcase(s, tc);
     return run_suite(s);
