@@ -111,6 +111,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
     /* A bad plugstack.conf fails the command here when the plugin is
      * required; the option callback already refused --dist-bind. */
     if (user_context() && !db_glue.cfg_ok) return -1;
+    if (spank_context() == S_CTX_LOCAL) return db_local_refuse_async(&db_glue);
     return 0;
 }
 

@@ -33,6 +33,9 @@ db_request db_glue_effective(const struct db_glue *g);
 
 /* srun: slurm_spank_local_user_init. */
 int db_local_user_init(spank_t sp, const struct db_glue *g);
+/* srun, init_post_opt: -1 (with one message) for a step that asks for
+ * dist-bind under `srun --async`. */
+int db_local_refuse_async(const struct db_glue *g);
 /* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
 void db_local_devices_hint(spank_t sp, const db_request *eff);
 
@@ -42,6 +45,9 @@ void *db_slurm_api(const char *name, const char *older);
 /* srun: a message the user sees with --dist-bind=...,verbose (and
  * otherwise with srun -v). */
 void db_local_say(const db_request *eff, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* srun: its own command line (/proc/self/cmdline), at most `max` words in
+ * `buf`; *complete is 0 where it was longer than fits. */
+int db_local_cmdline(char *buf, size_t len, const char **argv, int max, int *complete);
 
 /* slurmstepd: slurm_spank_user_init, slurm_spank_task_init, slurm_spank_exit. */
 int db_remote_user_init(spank_t sp, struct db_glue *g);

@@ -1,11 +1,13 @@
 /*
  * srun side, after the step exists and before launch.  srun draws the
  * step's secret for libdistbind's TCP bootstrap (DIST_BIND_SECRET: 256 bits
- * from getrandom, new for every step).  For the two cases where the nodes
- * cannot tell rank 0's address themselves (arbitrary distribution;
- * master_addr=addr), srun asks slurmctld once per step.  Both reach the
- * tasks through srun's environment, which srun merges into the step's
- * after this callback.
+ * from getrandom, new for every step), and reads the step's layout from
+ * slurmctld (or its stepmgr) once: where rank 0 runs, and each node's
+ * NODE_RANK in the order of the lowest rank it runs.  Only srun can tell
+ * either wherever rank 0 is not on the step's first node (-m arbitrary;
+ * from Slurm 26.05 a topology plugin's node ranking).  Both reach the tasks
+ * through srun's environment, which srun merges into the step's after this
+ * callback.
  *
  * The Slurm API is looked up with dlsym (db_slurm_api): srun always has
  * libslurm loaded, and the plugin does not link against it (slurmstepd
@@ -49,54 +51,62 @@ void db_local_say(const db_request *eff, const char *fmt, ...) {
         slurm_verbose(DB_PREFIX "%s", msg);
 }
 
-/* A Slurm API function srun cannot do without for this step. */
-static void *api(const char *name) {
-    void *f = db_slurm_api(name, NULL);
-    if (!f) slurm_error(DB_PREFIX "Slurm API %s not found in this process", name);
-    return f;
-}
+/* What srun learns from the step's layout. */
+struct layout_hints {
+    char *node_ranks; /* DB_NODE_RANKS_HINT's value (malloc'ed) */
+    char rank0[256];  /* the name of the node that runs rank 0 */
+};
 
-/* The name of the node that runs task 0, from the step's layout. */
-static int rank0_node(uint32_t job, uint32_t step, char *name, size_t len) {
-    layout_get_f get = (layout_get_f)api("slurm_job_step_layout_get");
-    /* Public, unlike slurm_step_layout_destroy, which it calls. */
-    layout_free_f release = (layout_free_f)api("slurm_job_step_layout_free");
+/* 0, or -1 with the reason in `why`. */
+static int read_layout(uint32_t job, uint32_t step, struct layout_hints *h, char *why, size_t len) {
+    layout_get_f get = (layout_get_f)db_slurm_api("slurm_job_step_layout_get", NULL);
+    layout_free_f release = (layout_free_f)db_slurm_api("slurm_job_step_layout_free", NULL);
     char err[DB_ERRLEN];
     slurm_step_id_t id;
     slurm_step_layout_t *l;
-    int node = -1, rc = -1;
-    uint32_t n, t;
+    uint32_t node = 0;
+    int rc = -1;
 
-    if (!get || !release) return -1;
+    if (!get || !release) {
+        snprintf(why, len, "srun has no %s", get ? "slurm_job_step_layout_free" : "slurm_job_step_layout_get");
+        return -1;
+    }
     /* Named fields: from 24.11 the struct starts with a sluid, left 0
      * (Slurm's own initializer's value) so slurmctld finds the step by
      * job and step id. */
     id = (slurm_step_id_t){.job_id = job, .step_het_comp = NO_VAL, .step_id = step};
     l = get(&id);
     if (!l) {
-        slurm_error(DB_PREFIX "cannot get the layout of step %u.%u from slurmctld", job, step);
+        snprintf(why, len, "cannot get the layout of step %u.%u from slurmctld", job, step);
         return -1;
     }
-    for (n = 0; n < l->node_cnt && node < 0; n++)
-        for (t = 0; l->tids && l->tids[n] && t < l->tasks[n]; t++)
-            if (l->tids[n][t] == 0) node = (int)n;
-    if (node < 0 || !l->node_list)
-        slurm_error(DB_PREFIX "task 0 not found in the layout of step %u.%u", job, step);
-    else if (db_hostlist_nth(l->node_list, (size_t)node, name, len, err, sizeof err) != 0)
-        slurm_error(DB_PREFIX "%s", err);
+    if (db_layout_hints(l->node_cnt, l->task_cnt, l->tasks, (const uint32_t *const *)l->tids, &h->node_ranks, &node,
+                        err, sizeof err) != 0)
+        snprintf(why, len, "step %u.%u: %.400s", job, step, err);
+    else if (!l->node_list)
+        snprintf(why, len, "the layout of step %u.%u names no nodes", job, step);
+    else if (db_hostlist_nth(l->node_list, node, h->rank0, sizeof h->rank0, err, sizeof err) != 0)
+        snprintf(why, len, "%s", err);
     else
         rc = 0;
     release(l);
+    if (rc != 0) {
+        free(h->node_ranks);
+        h->node_ranks = NULL;
+    }
     return rc;
 }
 
 static int node_addr(const char *name, char *out, size_t len) {
-    load_node_f load = (load_node_f)api("slurm_load_node_single");
-    free_node_f release = (free_node_f)api("slurm_free_node_info_msg");
+    load_node_f load = (load_node_f)db_slurm_api("slurm_load_node_single", NULL);
+    free_node_f release = (free_node_f)db_slurm_api("slurm_free_node_info_msg", NULL);
     node_info_msg_t *msg = NULL;
     int rc = -1;
 
-    if (!load || !release) return -1;
+    if (!load || !release) {
+        slurm_error(DB_PREFIX "srun has no slurm_load_node_single: cannot get NodeAddr of node %s", name);
+        return -1;
+    }
     if (load(&msg, (char *)name, SHOW_ALL) != 0 || !msg || msg->record_count < 1) {
         slurm_error(DB_PREFIX "cannot get NodeAddr of node %s from slurmctld", name);
     } else if (!msg->node_array[0].node_addr || strlen(msg->node_array[0].node_addr) >= len) {
@@ -138,33 +148,102 @@ out:
     return rc;
 }
 
-int db_local_user_init(spank_t sp, const struct db_glue *g) {
-    char err[DB_ERRLEN], name[256], addr[256], value[512];
+/* Rank 0's address and the node ranks for the step's tasks.  Where the
+ * nodes could tell rank 0's address themselves, failing to read the layout
+ * only costs the hints: the nodes then go by Slurm's node order and stop
+ * the step if rank 0 does not run on its first node. */
+static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *eff) {
+    /* Both read srun's environment before setenv() below may move it. */
+    const int needed = db_srun_needs_rank0(&g->cfg, eff, (const char *const *)environ);
+    const int wanted = db_srun_wants_rank0(&g->cfg, eff, (const char *const *)environ);
+    struct layout_hints h = {NULL, ""};
+    char why[DB_ERRLEN], err[DB_ERRLEN], addr[256], value[512];
     uint32_t job = 0, step = 0;
+    int rc = -1;
+
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+        snprintf(why, sizeof why, "cannot read the job and step id in srun");
+    } else if (read_layout(job, step, &h, why, sizeof why) == 0) {
+        rc = 0;
+    }
+    if (rc != 0) {
+        if (needed) {
+            slurm_error(DB_PREFIX "%s: rank 0's node is needed for MASTER_ADDR", why);
+            return -1;
+        }
+        db_local_say(eff, "%s: the nodes go by Slurm's node order (%s and %s not passed)", why, DB_NODE_RANKS_HINT,
+                     DB_RANK0_HINT);
+        return 0;
+    }
+    rc = -1;
+    if (setenv(DB_NODE_RANKS_HINT, h.node_ranks, 1) != 0) {
+        slurm_error(DB_PREFIX "cannot set %s in srun", DB_NODE_RANKS_HINT);
+        goto out;
+    }
+    if (wanted) {
+        addr[0] = '\0';
+        if (g->cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(h.rank0, addr, sizeof addr) != 0) goto out;
+        if (db_format_master_addr(&g->cfg, h.rank0, addr, value, sizeof value, err, sizeof err) != 0) {
+            slurm_error(DB_PREFIX "%s", err);
+            goto out;
+        }
+        if (setenv(DB_RANK0_HINT, value, 1) != 0) {
+            slurm_error(DB_PREFIX "cannot set %s in srun", DB_RANK0_HINT);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(h.node_ranks);
+    return rc;
+}
+
+int db_local_user_init(spank_t sp, const struct db_glue *g) {
     db_request eff;
 
     if (!g->cfg_ok) return -1;
     eff = db_glue_effective(g);
+    /* Never pass on a value from the user's or an enclosing task's
+     * environment. */
+    unsetenv(DB_RANK0_HINT);
+    unsetenv(DB_NODE_RANKS_HINT);
     db_local_devices_hint(sp, &eff);
-    if (eff.mode != DB_MODE_OFF && draw_secret() != 0) return -1;
-    if (!db_srun_needs_rank0(&g->cfg, &eff, (const char *const *)environ)) return 0;
-    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
-        slurm_error(DB_PREFIX "cannot read the job and step id in srun");
-        return -1;
+    if (eff.mode == DB_MODE_OFF) return 0;
+    if (draw_secret() != 0) return -1;
+    return layout_hints(sp, g, &eff);
+}
+
+/* Slurm 26.05's `srun --async` hands the step to the stepmgr and skips
+ * slurm_spank_local_user_init: no secret, no rank 0, no node ranks would
+ * reach the tasks.  Refused here, before anything is allocated.  srun
+ * exports nothing for --async, so its command line says. */
+int db_local_refuse_async(const struct db_glue *g) {
+    enum { LEN = 256 * 1024, MAX = 8192 };
+    char *buf;
+    const char **argv;
+    db_request eff;
+    int argc, complete, async;
+
+    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return 0; /* refused already */
+    eff = db_glue_effective(g);
+    if (eff.mode == DB_MODE_OFF) return 0;
+    buf = malloc(LEN);
+    argv = malloc(MAX * sizeof *argv);
+    if (!buf || !argv) {
+        free(buf);
+        free(argv);
+        return 0; /* srun runs out of memory soon enough without us */
     }
-    /* The step's layout names rank 0's node also for arbitrary
-     * distributions, and for steps on part of the allocation. */
-    if (rank0_node(job, step, name, sizeof name) != 0) return -1;
-    addr[0] = '\0';
-    if (g->cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(name, addr, sizeof addr) != 0) return -1;
-    if (db_format_master_addr(&g->cfg, name, addr, value, sizeof value, err, sizeof err) != 0) {
-        slurm_error(DB_PREFIX "%s", err);
-        return -1;
-    }
-    if (setenv(DB_RANK0_HINT, value, 1) != 0) {
-        slurm_error(DB_PREFIX "cannot set %s in srun", DB_RANK0_HINT);
-        return -1;
-    }
-    return 0;
+    argc = db_local_cmdline(buf, LEN, argv, MAX, &complete);
+    async = db_srun_async(argc, argv);
+    free(buf);
+    free(argv);
+    if (!async) return 0;
+    slurm_error(DB_PREFIX
+                "%s%s cannot run with srun --async: srun does not prepare an asynchronous step's tasks "
+                "for dist-bind (the step's secret, rank 0's node and the node ranks would never reach "
+                "them). Drop --async, or add --dist-bind=off to run this step without dist-bind",
+                g->opt_given ? "--dist-bind=" : "the site's default --dist-bind=", db_mode_name(eff.mode));
+    return -1;
 }

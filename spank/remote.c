@@ -25,6 +25,22 @@ static int get_u32(spank_t sp, spank_item_t item, const char *name, uint32_t *ou
     return 0;
 }
 
+/* The lowest global rank among the node's tasks (local task 0's, as Slurm
+ * numbers them): the plan checks NODE_RANK against it. */
+static int lowest_rank(spank_t sp, db_node_input *in) {
+    for (uint32_t i = 0; i < in->local_ntasks; i++) {
+        uint32_t global = 0;
+        spank_err_t e = spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &global);
+        if (e != ESPANK_SUCCESS) {
+            slurm_error(DB_PREFIX "cannot read the global rank of local task %u from Slurm: %s", i, spank_strerror(e));
+            return -1;
+        }
+        if (i == 0 || global < in->lowest_rank) in->lowest_rank = global;
+    }
+    in->lowest_rank_known = 1;
+    return 0;
+}
+
 int db_remote_user_init(spank_t sp, struct db_glue *g) {
     char err[DB_ERRLEN];
     db_request eff;
@@ -53,6 +69,7 @@ int db_remote_user_init(spank_t sp, struct db_glue *g) {
         if (eff.mode == DB_MODE_OFF) return 0; /* nothing asked: never fail the step */
         goto fail;
     }
+    if (eff.mode != DB_MODE_OFF && lowest_rank(sp, &in) != 0) goto fail;
     in.env = job_env(sp);
     if (db_node_plan_new(&g->cfg, &eff, &in, &g->node, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);

@@ -24,19 +24,33 @@ typedef void (*print_pairs_f)(FILE *, void *, char *);
 
 extern char **environ;
 
+int db_local_cmdline(char *buf, size_t len, const char **argv, int max, int *complete) {
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    int argc = 0;
+    size_t n;
+    *complete = 0;
+    if (!f || len < 2) {
+        if (f) fclose(f);
+        return 0;
+    }
+    n = fread(buf, 1, len - 1, f);
+    *complete = n < len - 1 && feof(f);
+    fclose(f);
+    /* A word cut at the end of the buffer is left out. */
+    while (!*complete && n > 0 && buf[n - 1] != '\0') n--;
+    buf[n] = '\0';
+    for (size_t i = 0; i < n && argc < max; i += strlen(buf + i) + 1) argv[argc++] = buf + i;
+    if (argc == max) *complete = 0;
+    return argc;
+}
+
 /* srun's own options (its command line without the program and the
  * program's arguments, which Slurm gives as S_JOB_ARGV); at most `max`. */
 static int srun_options(spank_t sp, char *buf, size_t len, const char **argv, int max) {
-    FILE *f = fopen("/proc/self/cmdline", "re");
     char **job_argv = NULL;
-    int argc = 0, job_argc = 0;
-    size_t n;
-    if (!f) return 0;
-    n = fread(buf, 1, len - 1, f);
-    fclose(f);
-    if (n == len - 1) return 0; /* cut: better nothing than a wrong count */
-    buf[n] = '\0';
-    for (size_t i = 0; i < n && argc < max; i += strlen(buf + i) + 1) argv[argc++] = buf + i;
+    int argc, job_argc = 0, complete;
+    argc = db_local_cmdline(buf, len, argv, max, &complete);
+    if (!complete) return 0; /* cut: better nothing than a wrong count */
     if (spank_get_item(sp, S_JOB_ARGV, &job_argc, &job_argv) != ESPANK_SUCCESS || job_argc < 0 || job_argc >= argc ||
         !job_argv || !job_argv[0])
         return 0;

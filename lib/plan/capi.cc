@@ -40,10 +40,21 @@ db_request db_effective(const db_config *cfg, const db_request *user) {
     return r;
 }
 
-int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env) {
+int db_srun_wants_rank0(const db_config *cfg, const db_request *eff, const char *const *env) {
+    (void)cfg;
     if (eff->mode == DB_MODE_OFF || eff->mode == DB_MODE_UNSET) return 0;
     const char *user = db::env_get(env, "MASTER_ADDR");
-    if (user && *user) return 0;
+    try {
+        // An srun inside a task (srun --pty bash, then srun) inherits the
+        // MASTER_ADDR dist-bind set for the enclosing step: not the user's.
+        return !user || !*user || db::inherited_master(env).first == user;
+    } catch (...) {
+        return 1;  // out of memory: ask for it anyway; the nodes decide
+    }
+}
+
+int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env) {
+    if (!db_srun_wants_rank0(cfg, eff, env)) return 0;
     return cfg->addr_kind == DB_ADDR_NODEADDR || db::distribution_is_arbitrary(db::env_get(env, "SLURM_DISTRIBUTION"));
 }
 

@@ -67,10 +67,41 @@ typedef struct db_config {
     char topology_cache[DB_PATH_MAX];
 } db_config;
 
-/* Variable srun uses to hand rank 0's address to the nodes when they cannot
- * work it out themselves (arbitrary distribution, master_addr=addr).  It is
- * removed from every task's environment. */
+/* Variable srun uses to hand rank 0's address (formed per master_addr=) to
+ * the nodes, from the step's layout: only srun knows where rank 0 runs with
+ * -m arbitrary, or where Slurm (26.05+) places rank 0 by network topology.
+ * It is removed from every task's environment. */
 #define DB_RANK0_HINT "DIST_BIND_RANK0_ADDR"
+
+/* Variable srun uses to give each node its NODE_RANK: the step's nodes
+ * taken in the order of the lowest global rank each runs, listed in Slurm's
+ * node order (node index 0 first) as comma-separated numbers and ranges
+ * ("0-15" when the orders agree, "1,0", "2-3,0-1").  Slurm's own node index
+ * differs where task 0 is not on the step's first node: -m arbitrary, and
+ * from 26.05 a topology plugin's node ranking.  The nodes take it only as a
+ * permutation of 0..nnodes-1; it is removed from every task's environment. */
+#define DB_NODE_RANKS_HINT "DIST_BIND_NODE_RANKS"
+
+/* DB_NODE_RANKS_HINT never grows beyond this (the kernel takes at most
+ * 128 KiB for one NAME=VALUE string of an environment). */
+#define DB_NODE_RANKS_MAX 120000
+
+/* srun: from the step's layout (node i, in Slurm's node order, runs
+ * tasks[i] tasks whose global ranks are tids[i][0..tasks[i]-1]; ntasks in
+ * all) the value of DB_NODE_RANKS_HINT into *out (malloc'ed; the caller
+ * frees it) and the index of the node that runs rank 0 into *rank0_node.
+ * A layout that is not one (a node without tasks, a rank twice or out of
+ * range) or a value longer than DB_NODE_RANKS_MAX is an error; *out is
+ * then NULL. */
+int db_layout_hints(uint32_t nnodes, uint32_t ntasks, const uint16_t *tasks, const uint32_t *const *tids, char **out,
+                    uint32_t *rank0_node, char *err, size_t errlen);
+
+/* srun (init_post_opt): does srun's own command line (argv[0] is srun;
+ * the program and its arguments follow srun's options) ask for --async?
+ * Slurm 26.05's asynchronous steps skip slurm_spank_local_user_init.  An
+ * option srun does not know (another plugin's) is taken to have no
+ * separate value: with `--its-option VALUE`, VALUE counts as the program. */
+int db_srun_async(int argc, const char *const *argv);
 
 /* Variable srun uses to tell the nodes what only srun and slurmctld know:
  * "cgroup" (TaskPlugin task/cgroup with ConstrainDevices=yes in slurmctld's
@@ -118,8 +149,13 @@ int db_config_parse(int argc, const char *const *argv, db_config *out, char *err
  * (`user` non-NULL), else the admin's default. Never returns mode UNSET. */
 db_request db_effective(const db_config *cfg, const db_request *user);
 
-/* Does srun have to look up rank 0's address for this step (because the
- * nodes cannot)?  `env` is srun's environment (NAME=VALUE, NULL-ended). */
+/* Does srun pass rank 0's address (DB_RANK0_HINT) for this step: a mode
+ * other than off, and no MASTER_ADDR the user exported (one dist-bind set
+ * for an enclosing step, DB_MASTER_MARK, is not the user's)?  `env` is
+ * srun's environment (NAME=VALUE, NULL-ended). */
+int db_srun_wants_rank0(const db_config *cfg, const db_request *eff, const char *const *env);
+/* ... and must it, because the nodes cannot tell it themselves (arbitrary
+ * distribution; master_addr=addr)?  Then failing to get it fails the step. */
 int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env);
 
 /* Format MASTER_ADDR from rank 0's node name (and NodeAddr where the config
@@ -139,6 +175,10 @@ typedef struct db_node_input {
     uint32_t ntasks;        /* tasks in the step */
     uint32_t local_ntasks;  /* tasks of the step on this node */
     const char *const *env; /* the step's environment here, NAME=VALUE, NULL-ended */
+    /* The lowest global rank this node runs (S_JOB_LOCAL_TO_GLOBAL_ID of
+     * its tasks), where lowest_rank_known; it checks NODE_RANK. */
+    uint32_t lowest_rank;
+    int lowest_rank_known;
 } db_node_input;
 
 /* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes

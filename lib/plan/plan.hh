@@ -39,6 +39,12 @@ struct Closest {
 // the cgroup) or every GPU it is shown.
 enum class Devices { Unknown, Open, Confined };
 
+// This node's NODE_RANK and where it came from (for verbose).
+struct NodeRank {
+    uint32_t rank = 0;
+    std::string from;
+};
+
 struct NodePlan {
     bool active = false;
     std::string skip_reason;
@@ -50,6 +56,8 @@ struct NodePlan {
     uint32_t job_id = 0, step_id = 0, nnodes = 0, node_id = 0, ntasks = 0, local_ntasks = 0;
     std::string node_name;  // this node's name in the step's node list, "" if unknown
     std::string host;       // node_name, or "#N": for messages
+
+    NodeRank node_rank;
 
     std::string master_addr, master_addr_from;
     std::string master_port, master_port_from;
@@ -87,6 +95,14 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
+
+// Each node's NODE_RANK (by Slurm's node index) from the step's layout, and
+// the node that runs rank 0; throws db::Error for a layout that is not one.
+std::vector<uint32_t> node_ranks_of_layout(uint32_t nnodes, uint32_t ntasks, const uint16_t *tasks,
+                                           const uint32_t *const *tids, uint32_t &rank0_node);
+// Node `node_id`'s rank from DB_NODE_RANKS_HINT, which must be a permutation
+// of 0..nnodes-1 (throws db::Error naming the variable otherwise).
+NodeRank parse_node_ranks(const char *value, uint32_t nnodes, uint32_t node_id);
 
 // GPUs per task as srun and Slurm write them: --gpus-per-task and
 // SLURM_GPUS_PER_TASK ("2", "a100:2", from 25.05 "a100:1,v100:1"), and the

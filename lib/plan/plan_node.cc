@@ -63,6 +63,36 @@ const char *users(const char *const *env, const char *name, const std::string &i
     return v;
 }
 
+// NODE_RANK: srun's word from the step's layout; without it Slurm's node
+// index, which is right only where rank 0 runs on the step's first node.
+// The two nodes that can see it is not (the one running rank 0 and the
+// first one) stop the step rather than start it with node ranks that do not
+// begin at rank 0's node.
+void plan_node_rank(const db_node_input &in, NodePlan &np) {
+    const std::string step = step_name(in.job_id, in.step_id);
+    const std::string lowest =
+        in.lowest_rank == 0 ? "rank 0" : "no rank 0 (its lowest is " + std::to_string(in.lowest_rank) + ")";
+    if (const char *hint = env_get(in.env, DB_NODE_RANKS_HINT)) {
+        np.node_rank = parse_node_ranks(hint, in.nnodes, in.node_id);
+        if (in.lowest_rank_known && (in.lowest_rank == 0) != (np.node_rank.rank == 0))
+            throw Error(quoted(DB_NODE_RANKS_HINT, hint) + " makes node " + np.host + " node rank " +
+                        std::to_string(np.node_rank.rank) + " of step " + step + ", but it runs " + lowest +
+                        ": the value does not describe this step (was it exported before srun?)");
+        return;
+    }
+    np.node_rank.rank = in.node_id;
+    np.node_rank.from = std::string("Slurm's node index; srun passed no ") + DB_NODE_RANKS_HINT;
+    if (!in.lowest_rank_known || (in.lowest_rank == 0) == (in.node_id == 0)) return;
+    const std::string fix = std::string(", and srun passed no ") + DB_NODE_RANKS_HINT +
+                            ": NODE_RANK would not start at rank 0's node. Load dist-bind in the "
+                            "plugstack.conf srun reads, and do not use srun --async with --dist-bind";
+    if (in.lowest_rank == 0)
+        throw Error("node " + np.host + " runs rank 0 of step " + step + " but is node " + std::to_string(in.node_id) +
+                    " in Slurm's order" + fix);
+    throw Error("node " + np.host + " is the first node of step " + step + " in Slurm's order but runs " + lowest +
+                fix);
+}
+
 void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
     const auto inherited = inherited_master(in.env);
     const char *user_addr = users(in.env, "MASTER_ADDR", inherited.first);
@@ -280,6 +310,7 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
     if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
     np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
+    plan_node_rank(in, np);
     plan_master(cfg, in, np);
     plan_gpus(in, np);
     plan_devices(in, np);

@@ -295,15 +295,15 @@ void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
     set("WORLD_SIZE", std::to_string(np.ntasks));
     set("LOCAL_RANK", std::to_string(in.local_rank));
     set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
-    set("NODE_RANK", std::to_string(np.node_id));
-    set("GROUP_RANK", std::to_string(np.node_id));
+    set("NODE_RANK", std::to_string(np.node_rank.rank));
+    set("GROUP_RANK", std::to_string(np.node_rank.rank));
     set("GROUP_WORLD_SIZE", std::to_string(np.nnodes));
     set("MASTER_ADDR", np.master_addr);
     set("MASTER_PORT", np.master_port);
     set("DIST_BIND_MODE", db_mode_name(np.req.mode));
     set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
     set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
-    for (const char *hint : {DB_RANK0_HINT, DB_DEVICES_HINT})
+    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT})
         if (env_get(in.env, hint)) tp.unset.emplace_back(hint);
 }
 
@@ -345,7 +345,9 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
                      " host=" + np.host + " local_rank=" + std::to_string(in.local_rank) + "/" +
                      std::to_string(np.local_ntasks) + " gpus=" + gpus + " visible=" + visible + " device=" + device +
                      " mode=" + db_mode_name(np.req.mode) + " master=" + np.master_addr + ":" + np.master_port +
-                     " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")";
+                     " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")" +
+                     " node_rank=" + std::to_string(np.node_rank.rank) + "/" + std::to_string(np.nnodes) + " (" +
+                     np.node_rank.from + ")";
         for (const std::string &n : notes) tp.verbose += "; " + n;
     }
     return tp;

@@ -61,6 +61,9 @@ put("corpus", "plan", "arbitrary", plan(1 | 0x80, 7, 3, 2, 1, 4, 2, 3, 1,
                                          "SLURM_DISTRIBUTION=arbitrary", "DIST_BIND_RANK0_ADDR=a2",
                                          "MASTER_PORT=29400", "CUDA_VISIBLE_DEVICES=GPU-aa,GPU-bb"],
                                         ["CUDA_VISIBLE_DEVICES=GPU-bb", "DIST_BIND_STEP=7.2"]))
+put("corpus", "plan", "node-ranks", plan(1 | 0x08, 7, 0, 4, 2, 8, 2, 1, 1,
+                                         ["SLURM_STEP_NODELIST=gpu[01-04]", "SLURM_STEP_TASKS_PER_NODE=2(x4)",
+                                          "DIST_BIND_NODE_RANKS=2-3,0-1", "DIST_BIND_RANK0_ADDR=gpu03"], []))
 put("corpus", "plan", "env-mode", plan(4 | 0x20, 9, 0, 1, 0, 2, 2, 0, 0, ["SLURM_STEP_NODELIST=n1"], []))
 put("repro", "plan", "finding-10-tasks-per-node", plan(1, 12, 0, 2, 0, 5, 3, 1, 1,
                                                         ["SLURM_STEP_NODELIST=node[1-2]",

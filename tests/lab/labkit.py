@@ -41,7 +41,8 @@ FIELDS = [
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
     "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "CUDA_DEVICE_ORDER",
-    "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_SRUN_DEVICES",
+    "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS",
+    "DIST_BIND_SRUN_DEVICES",
     "HOSTNAME_", "OPEN_", "ALLOC_",
 ]
 
@@ -467,7 +468,7 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
     without device cgroups (see devmodel)."""
     own = own or bound_own(base)
     t.eq(sorted(fixed), sorted(base), "same ranks with and without --dist-bind")
-    hosts = sorted({b["SLURMD_NODENAME"] for b in base.values()})
+    hosts = node_order(base)
     n = len(base)
     ports = {f["MASTER_PORT"] for f in fixed.values()}
     t.eq(len(ports), 1, "one MASTER_PORT in the whole step %s" % sorted(ports, key=str))
@@ -492,7 +493,7 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
         want_master = master if master is not None else base[0]["SLURMD_NODENAME"]
         t.eq(f["MASTER_ADDR"], want_master, pre + "MASTER_ADDR is rank 0's host")
         t.eq(f["DIST_BIND_MODE"], mode, pre + "DIST_BIND_MODE")
-        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_SRUN_DEVICES"):
+        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES"):
             t.eq(f[hint], None, pre + "srun's %s is not left in the task" % hint)
         mine = own(r)
         if mine is None:  # no GPUs in this job
@@ -518,6 +519,16 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
             t.eq(f["CUDA_VISIBLE_DEVICES"], b["CUDA_VISIBLE_DEVICES"], pre + "GPU visibility untouched")
     bad = devmodel.violations(fixed, own, lambda host: alloc[host], mode, share)
     t.ok(not bad, "the device invariant holds for every task (%d violations) %s" % (len(bad), bad[:3]))
+
+
+def node_order(table):
+    """The step's nodes in the order of the lowest rank each runs: the
+    NODE_RANK order (rank 0's node first)."""
+    first = {}
+    for r, row in table.items():
+        host = row["SLURMD_NODENAME"]
+        first[host] = min(r, first.get(host, r))
+    return sorted(first, key=first.get)
 
 
 def bound_own(base):

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """The layouts of the lab-notes table, each against the same job without
---dist-bind: cyclic, arbitrary (rank 0 on node2), map_gpu, --gpus-per-node
-without binding, more tasks than GPUs, no GPUs, --gpu-bind=none.  In the
+--dist-bind: cyclic, arbitrary (rank 0 on node2: node rank 0 and
+MASTER_ADDR there), map_gpu, --gpus-per-node without binding, more tasks
+than GPUs, no GPUs, --gpu-bind=none; and an srun without dist-bind under the
+nodes' default mode (Slurm's node order where rank 0 runs on the first
+node, the step refused where it does not).  In the
 cgroup configuration an explicit per-task --gpu-bind confines each task to
 its own GPU, so rank refuses it there (t_cgroup has the details)."""
 # lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists
+from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists, parse_probe, PROBE
 from devmodel import own_from_slurm
 
 t = Test("layouts")
@@ -27,6 +30,31 @@ with Lab() as lab:
     fixed = lab.table(job + " --dist-bind")
     check_mapping(t, base, fixed, "rank", unbound_own(base), master="node2")
     t.eq(fixed[1]["MASTER_ADDR"] if fixed else None, "node2", "rank 1 on node1 gets MASTER_ADDR=node2")
+    t.eq(sorted({(f["SLURMD_NODENAME"], f["NODE_RANK"], f["GROUP_RANK"], f["MASTER_ADDR"]) for f in fixed.values()}),
+         [("node1", "1", "1", "node2"), ("node2", "0", "0", "node2")],
+         "node2 (rank 0's) is node rank 0, node1 node rank 1, MASTER_ADDR=node2 in every task")
+
+    print("-- srun without dist-bind, the nodes' default rank: Slurm's node order where it is right")
+    # srun reads a slurm.conf whose plugstack is empty; the nodes keep theirs.
+    client = os.path.join(lab.dir, "slurm-noplugin.conf")
+    with open(os.path.join(lab.dir, "slurm.conf")) as f, open(client, "w") as g:
+        for line in f:
+            g.write("PlugStackConfig=%s\n" % os.path.join(lab.dir, "plugstack-empty.conf")
+                    if line.startswith("PlugStackConfig=") else line)
+    open(os.path.join(lab.dir, "plugstack-empty.conf"), "w").close()
+    lab.plugstack("default=rank")
+    plain = lab.run(["srun", "-N2", "-n5", PROBE], env={"SLURM_CONF": client})
+    rows = parse_probe(plain.stdout)
+    t.eq(sorted((r["SLURMD_NODENAME"], r["NODE_RANK"]) for r in rows.values()),
+         [("node1", "0")] * 3 + [("node2", "1")] * 2, "block: node ranks by Slurm's node order")
+    r = lab.run(["srun", "-n5", "-m", "arbitrary", "-w", "node2,node1,node2,node1,node2", PROBE],
+                env={"SLURM_CONF": client})
+    t.eq(parse_probe(r.stdout), {}, "arbitrary: no task runs with node ranks that do not start at rank 0's node")
+    msgs = [l for l in r.stderr.splitlines() if "dist-bind:" in l]
+    t.ok(any("node node2 runs rank 0" in l and "DIST_BIND_NODE_RANKS" in l for l in msgs)
+         and any("node node1 is the first node" in l for l in msgs),
+         "one message from each node that can tell: %s" % msgs)
+    lab.plugstack("")
 
     print("-- map_gpu:1,0,3")
     job = "-N2 -n5 --gpus-per-node=4 --gpu-bind=map_gpu:1,0,3"

@@ -217,7 +217,7 @@ START_TEST(tasks_per_node_cap) {
     char err[DB_ERRLEN] = "", **env = make_env("SLURM_STEP_TASKS_PER_NODE=1(x16777215)|SLURM_STEP_NODELIST=n[1-2]");
     db_config c;
     db_request eff = {DB_MODE_RANK, 0, 0, 0};
-    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env};
+    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env, 0, 0};
     db_node_plan *np = NULL;
     ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
     ck_assert_msg(db_node_plan_new(&c, &eff, &in, &np, err, sizeof err) != 0, "accepted");
@@ -245,22 +245,170 @@ START_TEST(master_addr_formats) {
 }
 END_TEST
 
-/* srun only asks slurmctld when the nodes cannot tell rank 0's address. */
+/* srun passes rank 0's address for every step that asks for dist-bind
+ * unless the user exported MASTER_ADDR, and fails the step without it only
+ * where the nodes cannot tell it themselves. */
 START_TEST(srun_lookup_needed) {
     db_config c;
     db_request on = {DB_MODE_RANK, 0, 0, 0}, off = {DB_MODE_OFF, 0, 0, 0};
     char err[DB_ERRLEN], **arb = make_env("SLURM_DISTRIBUTION=arbitrary"), **blk = make_env("SLURM_DISTRIBUTION=block"),
-                         **user = make_env("SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=h");
+                         **user = make_env("SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=h"),
+                         **nested = make_env(
+                             "SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=node1|"
+                             "DIST_BIND_MASTER=node1:24000|DIST_BIND_STEP=7.0"),
+                         **changed = make_env("MASTER_ADDR=h|DIST_BIND_MASTER=node1:24000");
     ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
     ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)arb));
     ck_assert(!db_srun_needs_rank0(&c, &on, (const char *const *)blk));
     ck_assert(!db_srun_needs_rank0(&c, &off, (const char *const *)arb));
     ck_assert(!db_srun_needs_rank0(&c, &on, (const char *const *)user));
+    ck_assert(db_srun_wants_rank0(&c, &on, (const char *const *)arb));
+    ck_assert(db_srun_wants_rank0(&c, &on, (const char *const *)blk));
+    ck_assert(!db_srun_wants_rank0(&c, &off, (const char *const *)blk));
+    ck_assert(!db_srun_wants_rank0(&c, &on, (const char *const *)user));
+    /* srun inside a task: the MASTER_ADDR dist-bind set there is not the user's. */
+    ck_assert(db_srun_wants_rank0(&c, &on, (const char *const *)nested));
+    ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)nested));
+    ck_assert(!db_srun_wants_rank0(&c, &on, (const char *const *)changed));
     c.addr_kind = DB_ADDR_NODEADDR;
     ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)blk));
     free_env(arb);
     free_env(blk);
     free_env(user);
+    free_env(nested);
+    free_env(changed);
+}
+END_TEST
+
+/* The step's layout as srun reads it: each node's tasks' global ranks, in
+ * Slurm's node order, "|" between nodes. */
+static const struct {
+    const char *name;
+    uint32_t ntasks;
+    const char *tids;
+    const char *want; /* DB_NODE_RANKS_HINT, or NULL: refused */
+    uint32_t rank0;   /* node index of rank 0 */
+    const char *err;
+} layout_rows[] = {
+    {"block 3+2", 5, "0,1,2|3,4", "0-1", 0, NULL},
+    {"cyclic", 5, "0,2,4|1,3", "0-1", 0, NULL},
+    {"-m arbitrary -w node2,node1,node2,node1,node2", 5, "1,3|0,2,4", "1,0", 1, NULL},
+    {"one node", 4, "0,1,2,3", "0", 0, NULL},
+    /* 26.05 topology ranking: gpu03 first, then gpu04, gpu01, gpu02. */
+    {"topology: rank 0 on the third node", 8, "4,5|6,7|0,1|2,3", "2-3,0-1", 2, NULL},
+    {"topology: reversed", 4, "3|2|1|0", "3,2,1,0", 3, NULL},
+    {"identity on 16 nodes", 16, "0|1|2|3|4|5|6|7|8|9|10|11|12|13|14|15", "0-15", 0, NULL},
+    {"runs of one and more", 6, "0|5|1|2|3|4", "0,5,1-4", 0, NULL},
+    /* Tasks of a node need not be in order; its lowest rank counts. */
+    {"unordered ranks on a node", 4, "3,1|0,2", "1,0", 1, NULL},
+    {"a node without tasks", 3, "0,1,2|", NULL, 0, "no tasks on node 1 of 2"},
+    {"a rank twice", 3, "0,1|1,2", NULL, 0, "rank 1 twice"},
+    {"a rank beyond the step", 3, "0,1|5", NULL, 0, "rank 5 in a step of 3 tasks"},
+    {"a rank missing", 4, "0,1|3", NULL, 0, "no task of rank 2"},
+};
+
+START_TEST(layout_row) {
+    uint16_t tasks[32] = {0};
+    uint32_t *tids[32] = {NULL}, nnodes = 0, rank0 = 99;
+    char *copy = strdup(layout_rows[_i].tids), *node = copy, *out = (char *)1, err[DB_ERRLEN] = "";
+    for (;;) { /* "1,3|0,2,4" */
+        char *bar = strchr(node, '|');
+        if (bar) *bar = '\0';
+        tids[nnodes] = calloc(16, sizeof **tids);
+        for (char *t = node; *t;) {
+            tids[nnodes][tasks[nnodes]++] = (uint32_t)strtoul(t, &t, 10);
+            if (*t == ',') t++;
+        }
+        nnodes++;
+        if (!bar) break;
+        node = bar + 1;
+    }
+    int rc = db_layout_hints(nnodes, layout_rows[_i].ntasks, tasks, (const uint32_t *const *)tids, &out, &rank0, err,
+                             sizeof err);
+    if (layout_rows[_i].want) {
+        ck_assert_msg(rc == 0, "%s: %s", layout_rows[_i].name, err);
+        ck_assert_msg(strcmp(out, layout_rows[_i].want) == 0, "%s: got %s, want %s", layout_rows[_i].name, out,
+                      layout_rows[_i].want);
+        ck_assert_msg(rank0 == layout_rows[_i].rank0, "%s: rank 0 on node %u, want %u", layout_rows[_i].name, rank0,
+                      layout_rows[_i].rank0);
+    } else {
+        ck_assert_msg(rc != 0, "%s: accepted as %s", layout_rows[_i].name, out);
+        ck_assert_ptr_null(out);
+        assert_contains_all(layout_rows[_i].name, err, layout_rows[_i].err);
+    }
+    free(out);
+    for (uint32_t n = 0; n < nnodes; n++) free(tids[n]);
+    free(copy);
+}
+END_TEST
+
+/* Thousands of nodes stay short in the identity order; an order too
+ * irregular for one environment variable is refused, not cut. */
+START_TEST(layout_sizes) {
+    enum { N = 40000 };
+    uint16_t *tasks = malloc(N * sizeof *tasks);
+    uint32_t *ranks = malloc(N * sizeof *ranks), **tids = malloc(N * sizeof *tids), rank0 = 0;
+    char *out = NULL, err[DB_ERRLEN] = "";
+    for (uint32_t n = 0; n < N; n++) tasks[n] = 1, ranks[n] = n, tids[n] = &ranks[n];
+    ck_assert_msg(db_layout_hints(N, N, tasks, (const uint32_t *const *)tids, &out, &rank0, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_str_eq(out, "0-39999");
+    free(out);
+    /* Every other node swapped with its neighbour: no run longer than one. */
+    for (uint32_t n = 0; n + 1 < N; n += 2) ranks[n] = n + 1, ranks[n + 1] = n;
+    ck_assert(db_layout_hints(N, N, tasks, (const uint32_t *const *)tids, &out, &rank0, err, sizeof err) != 0);
+    ck_assert_ptr_null(out);
+    assert_contains_all("irregular", err, "too irregular&" DB_NODE_RANKS_HINT "&120000");
+    ck_assert(db_layout_hints(0, 0, tasks, (const uint32_t *const *)tids, &out, &rank0, err, sizeof err) != 0);
+    free(tasks);
+    free(ranks);
+    free(tids);
+}
+END_TEST
+
+/* srun's own command line: --async among srun's options, not the program's. */
+static const struct {
+    const char *args;
+    int async;
+} async_rows[] = {
+    {"srun --async --dist-bind prog", 1},
+    {"srun --dist-bind --async prog", 1},
+    {"srun -n2 --async prog", 1},
+    {"srun --async", 1},
+    {"srun --asy prog", 1}, /* getopt_long takes an abbreviation */
+    {"srun --as prog", 1},
+    {"srun --parsable --async -N2 -n5 --gpus-per-task 1 prog", 1},
+    {"srun -N 2 --async prog", 1},
+    {"srun -lN2 --async prog", 1},
+    {"srun -lN 2 --async prog", 1},
+    {"srun --nodelist node1 --async prog", 1},
+    {"srun --nodel node1 --async prog", 1},
+    {"srun --dist-bind=verbose,share --async prog", 1},
+    {"srun -k0 --async prog", 1},
+    {"srun prog --async", 0},
+    {"srun --dist-bind python train.py --async", 0},
+    {"srun -n 2 prog --async", 0},
+    {"srun -J --async prog", 0},         /* the job's name is "--async" */
+    {"srun --job-name --async prog", 0}, /* the same */
+    {"srun --mpi pmix prog --async", 0},
+    {"srun -- --async", 0},
+    {"srun - --async", 0},
+    {"srun --async=1 prog", 0}, /* srun refuses this itself */
+    {"srun --a prog", 0},       /* ambiguous: srun refuses it */
+    {"srun --asynchronous prog", 0},
+    /* Another plugin's option: its value is taken for the program. */
+    {"srun --container-image img --async prog", 0},
+    {"srun --container-image=img --async prog", 1},
+    {"srun", 0},
+    {"", 0},
+};
+
+START_TEST(async_row) {
+    char **argv = NULL;
+    int argc = make_argv(async_rows[_i].args, &argv);
+    ck_assert_msg(db_srun_async(argc, (const char *const *)argv) == async_rows[_i].async, "\"%s\": want %d",
+                  async_rows[_i].args, async_rows[_i].async);
+    free_env(argv);
 }
 END_TEST
 
@@ -340,6 +488,9 @@ int main(void) {
     tcase_add_test(tc, tasks_per_node_cap);
     tcase_add_test(tc, master_addr_formats);
     tcase_add_test(tc, srun_lookup_needed);
+    tcase_add_loop_test(tc, layout_row, 0, (int)(sizeof layout_rows / sizeof layout_rows[0]));
+    tcase_add_test(tc, layout_sizes);
+    tcase_add_loop_test(tc, async_row, 0, (int)(sizeof async_rows / sizeof async_rows[0]));
     tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -27,6 +27,10 @@ struct row {
 #define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define SEED_N1 STEP2("3,2") GPUS("0,1,2")
 #define SEED_N2 STEP2("3,2") GPUS("0,1")
+/* In a row's step environment: the node's lowest global rank, which the glue
+ * reads with S_JOB_LOCAL_TO_GLOBAL_ID (not known without it). */
+#define LOWEST_RANK "TEST_LOWEST_RANK"
+#define LOWEST(r) "|" LOWEST_RANK "=" #r
 #define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
     "RANK=" r "|WORLD_SIZE=" ws "|LOCAL_RANK=" l "|LOCAL_WORLD_SIZE=" lws "|NODE_RANK=" n "|GROUP_RANK=" n \
     "|GROUP_WORLD_SIZE=" nn
@@ -112,6 +116,71 @@ static const struct row rows[] = {
     {"arbitrary, user's MASTER_ADDR needs no hint", "", "", 7, 0, 2, 0, 5, 2,
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|MASTER_ADDR=10.1.2.3", 1, 0, "MASTER_ADDR=10.1.2.3",
      "MASTER_ADDR=10.1.2.3", NULL, NULL},
+
+/* --- NODE_RANK: the step's nodes in the order of the lowest rank each runs ----------------
+ *     -m arbitrary -w node2,node1,node2,node1,node2: ranks 1,3 on node1 (index 0), 0,2,4
+ *     on node2 (index 1); srun passes "1,0" ------------------------------------------------- */
+#define ARB STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2|" DB_NODE_RANKS_HINT "=1,0"
+    {"arbitrary: node1 is node rank 1", "", "", 7, 0, 2, 0, 5, 2, ARB LOWEST(1), 3, 1, DB_NODE_RANKS_HINT "=1,0",
+     RANKVARS("3", "5", "1", "2", "1", "2") "|MASTER_ADDR=node2|~" DB_NODE_RANKS_HINT, NULL, NULL},
+    {"arbitrary: node2 is node rank 0", "verbose", "", 7, 0, 2, 1, 5, 3, ARB LOWEST(0), 0, 0, "",
+     RANKVARS("0", "5", "0", "3", "0", "2") "|MASTER_ADDR=node2", NULL, "node_rank=0/2 (srun's layout)"},
+    {"arbitrary: the same without knowing the node's ranks", "", "", 7, 0, 2, 1, 5, 3, ARB, 4, 2, "",
+     RANKVARS("4", "5", "2", "3", "0", "2"), NULL, NULL},
+/* 26.05, topology/tree: rank 0 on gpu03, then gpu04, gpu01, gpu02 (2 tasks each). */
+#define TOPO4(n) \
+    "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=2(x4)|" DB_RANK0_HINT "=gpu03|" DB_NODE_RANKS_HINT "=" n
+    {"topology: gpu03 runs rank 0", "", "", 7, 0, 4, 2, 8, 2, TOPO4("2-3,0-1") LOWEST(0), 1, 1, "",
+     RANKVARS("1", "8", "1", "2", "0", "4") "|MASTER_ADDR=gpu03", NULL, NULL},
+    {"topology: gpu01 is node rank 2", "", "", 7, 0, 4, 0, 8, 2, TOPO4("2-3,0-1") LOWEST(4), 4, 0, "",
+     RANKVARS("4", "8", "0", "2", "2", "4") "|MASTER_ADDR=gpu03", NULL, NULL},
+    {"identity from srun", "verbose", "", 7, 0, 2, 1, 5, 2, SEED_N2 "|" DB_NODE_RANKS_HINT "=0-1" LOWEST(3), 3, 0,
+     TASK("0"), RANKVARS("3", "5", "0", "2", "1", "2") "|MASTER_ADDR=node1", NULL, "node_rank=1/2 (srun's layout)"},
+    /* Without srun's word: Slurm's node index, where it cannot be wrong. */
+    {"no hint: node index", "verbose", "", 7, 0, 2, 1, 5, 2, SEED_N2 LOWEST(3), 3, 0, TASK("0"),
+     RANKVARS("3", "5", "0", "2", "1", "2"), NULL,
+     "node_rank=1/2 (Slurm's node index; srun passed no " DB_NODE_RANKS_HINT},
+    {"no hint: the first node runs rank 0", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 LOWEST(0), 0, 0, TASK("0"),
+     RANKVARS("0", "5", "0", "3", "0", "2"), NULL, NULL},
+#define NOHINT4 "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=2(x4)"
+    {"no hint: rank 0 runs on node index 2", "", "", 7, 0, 4, 2, 8, 2, NOHINT4 LOWEST(0), 0, 0, "", NULL,
+     "node gpu03 runs rank 0 of step 7.0 but is node 2 in Slurm's order&srun passed no " DB_NODE_RANKS_HINT
+     "&plugstack.conf srun reads&--async",
+     NULL},
+    {"no hint: the first node does not run rank 0", "", "", 7, 0, 4, 0, 8, 2, NOHINT4 LOWEST(4), 4, 0, "", NULL,
+     "node gpu01 is the first node of step 7.0 in Slurm's order but runs no rank 0 (its lowest is "
+     "4)&" DB_NODE_RANKS_HINT,
+     NULL},
+    {"no hint, arbitrary: node2 runs rank 0", "", "", 7, 0, 2, 1, 5, 3,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2" LOWEST(0), 0, 0, "", NULL,
+     "node node2 runs rank 0&" DB_NODE_RANKS_HINT, NULL},
+    /* The hint crosses a boundary (a user can export it): strictly a permutation. */
+    {"node ranks: disagrees with the node's ranks", "", "", 7, 0, 2, 1, 5, 3,
+     STEP2("2,3") "|" DB_NODE_RANKS_HINT "=0-1" LOWEST(0), 0, 0, "", NULL,
+     DB_NODE_RANKS_HINT "=\"0-1\" makes node node2 node rank 1 of step 7.0, but it runs rank 0&exported before srun",
+     NULL},
+    {"node ranks: not rank 0's node", "", "", 7, 0, 2, 0, 5, 2, STEP2("2,3") "|" DB_NODE_RANKS_HINT "=0,1" LOWEST(1), 1,
+     0, "", NULL, "node node1 node rank 0&runs no rank 0 (its lowest is 1)", NULL},
+    {"node ranks: twice", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=0,0", 0, 0, "", NULL,
+     DB_NODE_RANKS_HINT "=\"0,0\"&node rank 0 given twice&expected a permutation of 0..1&srun's dist-bind", NULL},
+    {"node ranks: too many", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=0-1,0", 0, 0, "", NULL,
+     DB_NODE_RANKS_HINT "=\"0-1,0\"&more than the step's 2 node ranks", NULL},
+    {"node ranks: too few", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=0", 0, 0, "", NULL,
+     "1 node ranks for the step's 2 nodes", NULL},
+    {"node ranks: out of range", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=0,2", 0, 0, "", NULL,
+     "\"2\" is not a node rank or range of them below 2", NULL},
+    {"node ranks: huge range", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=0-4294967295", 0, 0, "", NULL,
+     "\"0-4294967295\" is not a node rank", NULL},
+    {"node ranks: backwards range", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=1-0", 0, 0, "", NULL,
+     "\"1-0\" is not a node rank", NULL},
+    {"node ranks: garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=first", 0, 0, "", NULL,
+     DB_NODE_RANKS_HINT "=\"first\"", NULL},
+    {"node ranks: empty", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=", 0, 0, "", NULL,
+     DB_NODE_RANKS_HINT "=\"\"&empty entry", NULL},
+    {"node ranks: trailing comma", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=1,0,", 0, 0, "", NULL,
+     "empty entry", NULL},
+    {"node ranks: sign", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|" DB_NODE_RANKS_HINT "=+1,0", 0, 0, "", NULL, "\"+1\"",
+     NULL},
 
     /* --- k GPUs per task ----------------------------------------------------------------- */
     {"k=2 rank", "", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1, 1, TASK("2,3"),
@@ -467,8 +536,14 @@ START_TEST(plan_row) {
     db_request opt, eff;
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
-    db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv};
+    db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv,
+                        0,      0};
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
+
+    if (r->step_env && strstr(r->step_env, LOWEST_RANK "=")) {
+        ni.lowest_rank = (uint32_t)strtoul(strstr(r->step_env, LOWEST_RANK "=") + strlen(LOWEST_RANK "="), NULL, 10);
+        ni.lowest_rank_known = 1;
+    }
 
     ck_assert_msg(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0, "%s: config: %s",
                   r->name, err);
@@ -543,7 +618,7 @@ START_TEST(hashed_ports) {
     char seen[64][8];
     ck_assert(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0);
     for (uint32_t step = 0; step < 10; step++) {
-        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv};
+        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0};
         db_task_input ti = {0, 0, (const char *const *)tenv};
         db_node_plan *np;
         db_task_plan *tp;
@@ -584,7 +659,7 @@ START_TEST(node_wide_errors) {
         db_task_plan *tp = NULL;
         int nt = c == 1 ? 2 : 5, local = c == 1 ? 2 : 3;
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv};
+        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0};
         db_task_input ti = {1, 1, (const char *const *)tenv};
         ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "case %zu: %s", c, err);
         int rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);

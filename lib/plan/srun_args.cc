@@ -1,0 +1,223 @@
+// srun's own command line, read the way srun reads it (getopt_long with
+// "+": its options end at the first word that is neither an option nor an
+// option's value).  SPANK gives a plugin no item for srun's options before
+// the step exists, so init_post_opt reads /proc/self/cmdline and this
+// decides.  The option names are srun's in Slurm 26.05, the first release
+// with --async; what matters about each is whether it takes a value.
+#include <cstring>
+#include <string_view>
+
+#include "db_core.h"
+
+namespace {
+
+// Long options with a required value ("--name VALUE" or "--name=VALUE").
+constexpr const char *kWithValue[] = {
+    "accel-bind",
+    "account",
+    "acctg-freq",
+    "autocomplete",
+    "bb",
+    "bbf",
+    "bcast-exclude",
+    "begin",
+    "chdir",
+    "cluster",
+    "cluster-constraint",
+    "clusters",
+    "comment",
+    "constraint",
+    "container",
+    "container-id",
+    "container-type",
+    "context",
+    "core-spec",
+    "cores-per-socket",
+    "cpu-bind",
+    "cpu-freq",
+    "cpu_bind",
+    "cpus-per-gpu",
+    "cpus-per-task",
+    "deadline",
+    "delay-boot",
+    "dependency",
+    "distribution",
+    "epilog",
+    "error",
+    "exclude",
+    "export",
+    "extra",
+    "extra-node-info",
+    "gpu-bind",
+    "gpu-freq",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-socket",
+    "gpus-per-task",
+    "gres",
+    "gres-flags",
+    "het-group",
+    "hint",
+    "ignore-signals",
+    "input",
+    "job-name",
+    "jobid",
+    "licenses",
+    "mail-type",
+    "mail-user",
+    "mcs-label",
+    "mem",
+    "mem-bind",
+    "mem-per-cpu",
+    "mem-per-gpu",
+    "mem-update",
+    "mincpus",
+    "mpi",
+    "msg-timeout",
+    "network",
+    "nodefile",
+    "nodelist",
+    "nodes",
+    "ntasks",
+    "ntasks-per-core",
+    "ntasks-per-gpu",
+    "ntasks-per-node",
+    "ntasks-per-socket",
+    "ntasks-per-tres",
+    "open-mode",
+    "output",
+    "pack-group",
+    "partition",
+    "prefer",
+    "priority",
+    "profile",
+    "prolog",
+    "qos",
+    "relative",
+    "reservation",
+    "resources",
+    "segment",
+    "signal",
+    "slurmd-debug",
+    "sockets-per-node",
+    "switches",
+    "task-epilog",
+    "task-prolog",
+    "tasks-per-node",
+    "thread-spec",
+    "threads",
+    "threads-per-core",
+    "time",
+    "time-min",
+    "tmp",
+    "treewidth",
+    "tres-bind",
+    "tres-per-task",
+    "wait",
+    "wckey",
+};
+
+// Long options without a value, or with an optional one ("--name=VALUE"
+// only); dist-bind's own among them.
+constexpr const char *kWithoutValue[] = {
+    "async",
+    "bcast",
+    "compress",
+    "consolidate-segments",
+    "contiguous",
+    "debugger-test",
+    "disable-status",
+    "exact",
+    "exclusive",
+    "external-launcher",
+    "help",
+    "hold",
+    "immediate",
+    "interactive",
+    "kill-on-bad-exit",
+    "label",
+    "multi-prog",
+    "nice",
+    "no-allocate",
+    "no-kill",
+    "oom-kill-step",
+    "overcommit",
+    "overlap",
+    "oversubscribe",
+    "parsable",
+    "preserve-env",
+    "propagate",
+    "pty",
+    "quiet",
+    "quit-on-interrupt",
+    "reboot",
+    "resv-ports",
+    "send-libs",
+    "spread-job",
+    "spread-segments",
+    "stepmgr",
+    "test-only",
+    "unbuffered",
+    "usage",
+    "use-min-nodes",
+    "verbose",
+    "version",
+    "wait-for-children",
+    "whole",
+    "x11",
+    "dist-bind",
+};
+
+// Short options with a required value ("-n 5", "-n5"), and with an
+// optional one (attached only: "-k0").
+constexpr std::string_view kShortWithValue = "ABCDFGJLMNSTWbcdeimnopqrtwx";
+constexpr std::string_view kShortOptionalValue = "IKk";
+
+enum class Long { Unknown, Ambiguous, Flag, Value, Async };
+
+// What getopt_long makes of `--name`: an exact name, else the one option
+// it abbreviates (srun refuses an abbreviation of several).
+Long classify(std::string_view name) {
+    if (name.empty()) return Long::Unknown;
+    for (const char *o : kWithValue)
+        if (name == o) return Long::Value;
+    for (const char *o : kWithoutValue)
+        if (name == o) return name == "async" ? Long::Async : Long::Flag;
+    size_t matches = 0;
+    Long kind = Long::Unknown;
+    for (const char *o : kWithValue)
+        if (std::string_view(o).substr(0, name.size()) == name) matches++, kind = Long::Value;
+    for (const char *o : kWithoutValue)
+        if (std::string_view(o).substr(0, name.size()) == name)
+            matches++, kind = std::strcmp(o, "async") == 0 ? Long::Async : Long::Flag;
+    return matches > 1 ? Long::Ambiguous : kind;
+}
+
+}  // namespace
+
+extern "C" int db_srun_async(int argc, const char *const *argv) {
+    int async = 0;
+    for (int i = 1; i < argc && argv && argv[i]; i++) {
+        const std::string_view a = argv[i];
+        if (a == "--") break;
+        if (a.size() > 2 && a.substr(0, 2) == "--") {
+            const std::string_view body = a.substr(2);
+            const size_t eq = body.find('=');
+            const Long kind = classify(body.substr(0, eq));
+            if (kind == Long::Async && eq == std::string_view::npos) async = 1;
+            if (kind == Long::Value && eq == std::string_view::npos) i++;  // its value is the next word
+        } else if (a.size() > 1 && a[0] == '-') {
+            // A cluster of short options ("-lN2"): a value ends it.
+            for (size_t j = 1; j < a.size(); j++) {
+                if (kShortOptionalValue.find(a[j]) != std::string_view::npos) break;
+                if (kShortWithValue.find(a[j]) != std::string_view::npos) {
+                    if (j + 1 == a.size()) i++;
+                    break;
+                }
+            }
+        } else {
+            break;  // the program
+        }
+    }
+    return async;
+}
