@@ -2,7 +2,8 @@
 """The layouts of the lab-notes table, each against the same job without
 --dist-bind: cyclic, arbitrary (rank 0 on node2: node rank 0 and
 MASTER_ADDR there), map_gpu, --gpus-per-node without binding, more tasks
-than GPUs, no GPUs, --gpu-bind=none; and an srun without dist-bind under the
+than GPUs, no GPUs, --gpu-bind=none, a node's only task bound by
+--gpu-bind (25.11+ binds it); and an srun without dist-bind under the
 nodes' default mode (Slurm's node order where rank 0 runs on the first
 node, the step refused where it does not).  In the
 cgroup configuration an explicit per-task --gpu-bind confines each task to
@@ -11,7 +12,7 @@ its own GPU, so rank refuses it there (t_cgroup has the details)."""
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists, parse_probe, PROBE
+from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists, parse_probe, PROBE, slurm_at_least
 from devmodel import own_from_slurm
 
 t = Test("layouts")
@@ -71,6 +72,22 @@ with Lab() as lab:
              "map_gpu: own GPU at LOCAL_RANK, the others in Slurm's order")
     iso = lab.table(job + " --dist-bind=isolate")
     check_mapping(t, base, iso, "isolate", bound_own(base))
+
+    print("-- a node's only task, --gpu-bind=map_gpu:1 (bound from 25.11 on)")
+    job = "-N1 -n1 -w node1 --gpus-per-node=2 --gpu-bind=map_gpu:1"
+    base = lab.table(job)
+    bound = slurm_at_least("25.11")
+    t.eq(base[0]["CUDA_VISIBLE_DEVICES"] if base else None, ("0" if lab.cgroup else "1") if bound else "0,1",
+         "baseline: Slurm binds the lone task to GPU 1" if bound else "baseline: Slurm leaves the lone task unbound")
+    if bound and lab.cgroup:
+        r = lab.srun(job + " --dist-bind", ["/bin/echo", "RAN"])
+        t.ok(r.stdout.count("RAN") == 0 and "--gpu-bind=none" in r.stderr,
+             "cgroup: rank refuses the lone task confined to its own GPU, naming --gpu-bind=none")
+    else:
+        # Bound: its own GPU is 1, not the first of the step's GPUs.
+        # Unbound: a node's only task owns all of its step GPUs.
+        check_mapping(t, base, lab.table(job + " --dist-bind"), "rank", bound_own(base))
+    check_mapping(t, base, lab.table(job + " --dist-bind=isolate"), "isolate", bound_own(base))
 
     print("-- --gpus-per-node=4 without binding")
     job = "-N2 -n5 --gpus-per-node=4"
