@@ -32,28 +32,16 @@ void TcpExchange::abort_registered(const std::vector<Member> &reg, const std::ve
     dial(ds, cred_, Deadline::in(std::min(5.0, grace_)), false);
 }
 
-// Rank 0's answer to a registration: without a secret on its connection
-// (its proof first, where there is one); with one (where the rank has
-// proved itself last and gone, its Welcome having come with the
-// challenge) only a refusal, at the rank's listener.
+// Rank 0's answer to a registration, on its connection (behind rank 0's
+// proof where the rank proved itself over an announced nonce; where rank 0
+// challenged, its proof went with the challenge).  With a secret the
+// Welcome is the rank's only sign that it was counted (tcp_handshake.hh).
 void TcpExchange::answer(Admitted &a, Msg type, const Verdict &v, const Deadline &d) {
-    if (!cred_.secret) {
-        std::vector<uint8_t> out = a.ack;
-        std::vector<uint8_t> reply =
-            type == Msg::Welcome ? frame(type, 0, 0, encode(Welcome{tree_.k})) : frame(type, 0, 0, encode(v));
-        out.insert(out.end(), reply.begin(), reply.end());
-        send_all(a.sock.fd(), out, d);
-        return;
-    }
-    Register x;
-    if (type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
-    std::vector<Dial> ds(1);
-    ds[0].rank = static_cast<int>(a.hello.client);
-    ds[0].addr = x.listener;
-    ds[0].announced = &x.nonce;
-    ds[0].first = frame(Msg::Abort, 0, 0, encode(v));
-    ds[0].verify = false;  // one way: the rank checks rank 0's proof
-    dial(ds, cred_, d, false);
+    std::vector<uint8_t> out = a.ack;
+    std::vector<uint8_t> reply =
+        type == Msg::Welcome ? frame(type, 0, 0, encode(Welcome{tree_.k})) : frame(type, 0, 0, encode(v));
+    out.insert(out.end(), reply.begin(), reply.end());
+    send_all(a.sock.fd(), out, d);
 }
 
 void TcpExchange::turn_away(Door &door, std::vector<bool> told, const Deadline &d, distbind_status st,
@@ -177,7 +165,6 @@ void TcpExchange::setup_root(const Deadline &d) {
            cred_.secret ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
     Door door(
         std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
-    if (cred_.secret) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
@@ -245,6 +232,11 @@ void TcpExchange::register_with_root(const Addr &root, const Register &reg, cons
     ds[0].first = frame(Msg::Register, 0, 0, encode(reg));
     ds[0].await_reply = true;
     dial(ds, cred_, d, true);
+    if (!ds[0].done && ds[0].proved)
+        fail(DISTBIND_ERR_TIMEOUT, "could not register with " + where + " within " + secs(c_.timeout_s) + " (" +
+                                       ds[0].why +
+                                       "): rank 0 proved itself, but never answered this rank's registration (it "
+                                       "dropped the connection each time, overloaded, or it failed)");
     if (!ds[0].done) {
         // Something answered there, but not as this step's rank 0 would.
         bool stranger = !ds[0].answered.empty();
