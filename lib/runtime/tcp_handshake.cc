@@ -167,6 +167,7 @@ bool Door::challenge(size_t i) {
     std::vector<uint8_t> out = frame(Msg::Challenge, 0, 0, encode(Challenge{c.server_nonce}));
     std::vector<uint8_t> proof = frame(Msg::Ack, 0, 0, encode(ack));
     out.insert(out.end(), proof.begin(), proof.end());
+    out.insert(out.end(), greeting_.begin(), greeting_.end());
     if (!send_whole(c.s.fd(), out)) {
         drop(i, "it does not read");
         return false;
@@ -322,7 +323,7 @@ bool retryable(int err, bool refused) {
 
 // The Hello, its proof and the message, in one write; to a server that
 // challenges, the Hello alone (the proof and the message follow its
-// challenge and its proof: acked()).
+// challenge and its proof: finish()).
 IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     Hello h;
     h.mode = s.mode;
@@ -414,7 +415,7 @@ class Dialer {
         Dial &x = dials_[i];
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
-            // Its challenge and its proof come in one write.
+            // Its challenge, its proof and its greeting come in one write.
             s.phase = DialState::AwaitChallenge;
             s.in.start(auth::kNonceBytes, true);
         } else if (me_.secret && x.verify) {
@@ -427,24 +428,26 @@ class Dialer {
             acked(i);
         }
     }
-    // The server has proved itself (or need not).  Where it challenged,
-    // this rank's proof and the message go now; then its answer, if one
-    // is awaited.
     void acked(size_t i) {
         DialState &s = st_[i];
-        if (me_.secret && dials_[i].verify) dials_[i].proved = true;
+        if (dials_[i].await_reply) {
+            s.phase = DialState::AwaitReply;
+            s.in.start(kMaxReply, true);
+        } else {
+            finish(i);
+        }
+    }
+    // Where the server challenged: it has proved itself (and greeted), so
+    // this rank's proof and the message go now, and nothing comes back.
+    void finish(size_t i) {
+        DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
             std::vector<uint8_t> out = proof_frame(s);
             out.insert(out.end(), dials_[i].first.begin(), dials_[i].first.end());
             IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
             if (!r.ok()) return failed(i, "the connection broke before this rank's proof (" + r.str() + ")", true);
         }
-        if (dials_[i].await_reply) {
-            s.phase = DialState::AwaitReply;
-            s.in.start(kMaxReply, true);
-        } else {
-            s.phase = DialState::Done;
-        }
+        s.phase = DialState::Done;
     }
 
     // Starts the dials whose pause is over; fails those past their time.
@@ -556,14 +559,12 @@ class Dialer {
         DialState &s = st_[i];
         int got = s.in.pump(s.s.fd());
         if (got == 0) return;
-        // Where it challenged: it dropped this connection before it took
-        // the proof and the message in (a full door, a busy rank 0); again.
         if (got < 0) return failed(i, "it closed the connection without answering", true);
         x.reply.type = s.in.header().type;
         x.reply.op = s.in.header().op;
         x.reply.seq = s.in.header().seq;
         x.reply.body = std::move(s.in.body());
-        s.phase = DialState::Done;
+        finish(i);
     }
 };
 

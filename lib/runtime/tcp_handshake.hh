@@ -13,25 +13,25 @@
 //     (Ack) ahead of anything else.
 //   - Challenge (rank 0, taking registrations): a fresh one per
 //     connection, which rank 0 sends in answer to the Hello, together with
-//     its own proof.  The client checks that proof before it sends
-//     anything more; then its proof and its registration go in one write,
-//     and rank 0 answers on that connection once the proof holds (Welcome,
-//     with the tree's fan-out, or Reject), as it does without a secret.
-//     That answer is the rank's only sign that it was counted: rank 0 may
-//     drop a connection after its challenge (the cap below, or the
-//     connection's time budget), and a rank whose connection closes
-//     without an answer registers again.  (A rank once took its own
-//     proof's write for its registration; at 1024 ranks starting on two
-//     cores, rank 0 dropped 32 such connections as the oldest of a full
-//     door, and those ranks waited for a tree that never came.)
-// The announced side waits once, the registering side twice (challenge,
-// answer).  What a server sends ahead of the client's proof is set-up
-// data (a nonce, its proof over the client's own Hello); what a client
-// sends ahead of the server's is its Hello, or what the announced nonce's
-// owner alone can use (its proof, a tree of listeners' addresses and
-// announced nonces).  No collective's data ever goes to a connection that
-// has not proved itself, and a connection that does not prove itself
-// changes nothing: it is dropped and counted (debug).
+//     its own proof and its greeting (the Welcome: the tree's fan-out).
+//     The client checks that proof before it sends anything more; then
+//     its proof and its registration go in one write.  Rank 0 counts the
+//     registration once the proof holds and answers on that connection
+//     (Welcome, or Reject, which also reaches the rank at its listener),
+//     but the rank does not wait for that answer: it keeps the connection
+//     and reads it only when the tree is slow to come (tcp_setup.cc).  A
+//     connection closed without an answer means rank 0 dropped it after
+//     its challenge (the cap below, or the time budget), and the rank
+//     registers again.
+// Either way the client waits once, as it would for rank 0's answer
+// without a secret.  What a server sends ahead of the client's proof is
+// set-up data (a nonce, its proof over the client's own Hello, the
+// fan-out); what a client sends ahead of the server's is its Hello, or
+// what the announced nonce's owner alone can use (its proof, a tree of
+// listeners' addresses and announced nonces).  No collective's data ever
+// goes to a connection that has not proved itself, and a connection that
+// does not prove itself changes nothing: it is dropped and counted
+// (debug).
 //
 // A Door serves a listener: every connection that has not yet proved
 // itself is read without waiting, with a time budget of its own and a cap
@@ -121,6 +121,9 @@ class Door {
     // prove themselves over it (Mode::Announced); else over a nonce the
     // door sends each one as it accepts it (Mode::Challenge).
     void announce(const auth::Nonce *announced) { announced_ = announced; }
+    // What goes out behind rank 0's challenge and proof: set-up data
+    // (Mode::Challenge only).
+    void greet(std::vector<uint8_t> framed) { greeting_ = std::move(framed); }
     // Connections dropped because they did not prove themselves in time.
     long dropped() const { return dropped_; }
     // At most this many connections are held before they proved themselves.
@@ -137,10 +140,11 @@ class Door {
     std::vector<Admitted> ready_;  // admitted in the last round, not yet handed out
     long dropped_ = 0;
     const auth::Nonce *announced_ = nullptr;
+    std::vector<uint8_t> greeting_;
 
     void accept_all();
-    // Conn i's Hello is in: send it the challenge and this rank's proof.
-    // false: it was dropped.
+    // Conn i's Hello is in: send it the challenge, this rank's proof and
+    // the greeting.  false: it was dropped.
     bool challenge(size_t i);
     void drop(size_t i, const char *why);
     // Read what conn i has sent; true when it is admitted.
@@ -156,15 +160,13 @@ struct Dial {
     const auth::Nonce *announced = nullptr;  // the nonce it registered with: Mode::Announced
     std::vector<uint8_t> first;              // the framed message the connection is for
     bool verify = true;                      // wait for the server's proof (not for a one-way abort)
-    bool await_reply = false;                // then read one answer (at most kMaxReply) before done; closed
-                                             // without one: again (the server dropped it)
+    bool await_reply = false;                // then read one answer (at most kMaxReply) before done
     // Results.
     Socket sock;
     Message reply;
     bool done = false;
     std::string why;       // the last failure, for the caller's message
     std::string answered;  // the last failure of a connection that was up: what answered there badly
-    bool proved = false;   // the server proved itself on some connection (it is the rank, not a stranger)
 };
 
 // Bring up every dial by d: each failure that a stranger could cause (no

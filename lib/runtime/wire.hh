@@ -27,7 +27,7 @@ enum class Msg : uint16_t {
     Challenge,  // rank 0's answer to a Hello: its fresh nonce (its proof follows, an Ack)
     Proof,      // the client's proof
     Register,   // a rank to rank 0: where it listens
-    Welcome,    // rank 0's answer to a registration: counted (the tree's fan-out)
+    Welcome,    // rank 0's answer to a registration (with a secret also its greeting, with the Challenge)
     Reject,     // rank 0 refuses a registration: why
     Tree,       // a parent to a child: the addresses of its subtree
     Ack,        // a server's proof: a child's to its parent, rank 0's to a registering rank

@@ -22,9 +22,9 @@ Every time: the real ranks finish correctly (the roundtrip checks every
 byte) or, where the step cannot run, fail with the right clear error; every
 rank ends within its timeout (processes past timeout + slack are killed
 and reported); a stranger receives nothing but rank 0's side of the
-handshake (its challenge and its proof over the stranger's own Hello), and
-a process posing as rank 0 nothing but Hellos; the sanitized worker reports
-no error or leak."""
+handshake (its challenge, its proof over the stranger's own Hello, and the
+Welcome: the tree's fan-out), and a process posing as rank 0 nothing but
+Hellos; the sanitized worker reports no error or leak."""
 import hashlib
 import hmac
 import os
@@ -42,7 +42,7 @@ SAN_WORKER = WORKER + "_san"
 MAGIC = 0x32584244
 HELLO, CHALLENGE, PROOF, REGISTER, WELCOME, REJECT, TREE, ACK, ABORT, UP = range(1, 11)
 LABEL = b"dist-bind tcp bootstrap v2 handshake\0"
-HANDSHAKE = {CHALLENGE, ACK}  # what rank 0 answers any Hello with
+HANDSHAKE = {CHALLENGE, ACK, WELCOME}  # what rank 0 answers any Hello with
 TIMEOUT = 8          # DIST_BIND_TIMEOUT of the real ranks
 SLACK = 20           # past TIMEOUT + SLACK a rank has ignored its timeout: killed, reported
 
@@ -96,10 +96,10 @@ def read_frame(sock, limit=1 << 16):
 
 
 def read_handshake(sock):
-    """Rank 0's answer to a Hello: its challenge and its proof (whatever of
-    them comes)."""
+    """Rank 0's answer to a Hello: its challenge, its proof and its Welcome
+    (whatever of them comes)."""
     got = b""
-    for _ in range(2):
+    for _ in range(3):
         f = read_frame(sock)
         if not f:
             break
@@ -253,8 +253,8 @@ def dos_hello(t, worker):
 
 def key_probing(t):
     """200 proofs with wrong keys are dropped, unanswered; the same code
-    with the right key is taken in and welcomed (so the probes were
-    well-formed)."""
+    with the right key is taken in and answered with a Welcome (so the
+    probes were well-formed)."""
     world, port = 2, free_port()
     procs = {0: start(0, world, port, env={"DIST_BIND_DEBUG": "1"})}
     time.sleep(0.3)
@@ -269,7 +269,7 @@ def key_probing(t):
         c.sendall(frame(HELLO, hb))
         got = read_handshake(c)
         kinds = frames(got)
-        if [k for k, _ in kinds] != [CHALLENGE, ACK]:
+        if [k for k, _ in kinds] != [CHALLENGE, ACK, WELCOME]:
             c.close()
             return got, False, None
         ns = kinds[0][1][:32]
