@@ -3,7 +3,8 @@
 // Set-up.  Only rank 0's address is known (MASTER_ADDR:MASTER_PORT); rank 0
 // listens on the address MASTER_ADDR resolves to.  Each rank opens a
 // listener of its own, then registers with rank 0 over a short connection
-// (its rank, world size, step, its listener's address) and hangs up.  Every
+// (its rank, world size, step, its listener's address); rank 0 answers on
+// it, and a rank that finds it closed unanswered registers again.  Every
 // connection between ranks, these included, starts with the handshake of
 // tcp_handshake.hh: both ends prove that they know the step's secret
 // before anything else is said, and rank 0 serves all registrations at
