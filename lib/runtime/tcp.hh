@@ -3,7 +3,8 @@
 // Set-up.  Only rank 0's address is known (MASTER_ADDR:MASTER_PORT); rank 0
 // listens on the address MASTER_ADDR resolves to.  Each rank opens a
 // listener of its own, then registers with rank 0 over a short connection
-// (its rank, world size, step, its listener's address) and hangs up.  Every
+// (its rank, world size, step, its listener's address); rank 0 answers on
+// it, and a rank that finds it closed unanswered registers again.  Every
 // connection between ranks, these included, starts with the handshake of
 // tcp_handshake.hh: both ends prove that they know the step's secret
 // before anything else is said, and rank 0 serves all registrations at
@@ -166,6 +167,10 @@ class TcpExchange final : public Exchange {
     std::vector<Peer> children_;
     uint32_t seq_ = 0;
     std::string broken_;
+    // With a secret: the connection this rank registered over, until rank
+    // 0's answer on it is read (tcp_handshake.hh), and its reader.
+    Socket registration_;
+    FrameReader answer_in_;
 
     Op begin(uint16_t kind);
     void check_pending(Peer &p, const std::string &what);
@@ -234,11 +239,19 @@ class TcpExchange final : public Exchange {
     void setup_child(const Deadline &d);
     // A child's listener, on the address this node reaches rank 0 from.
     Socket child_listener(const Addr &root, const std::string &where);
-    // Register with rank 0 and take its answer (the tree's fan-out).
+    // Register with rank 0 and take its answer (the tree's fan-out; with a
+    // secret its greeting, the answer itself left in registration_).
     void register_with_root(const Addr &root, const Register &reg, const std::string &where, const Deadline &d);
+    // With a secret, rank 0's answer to the registration, if it has come:
+    // true when rank 0 closed the connection without one (it dropped it
+    // after its challenge: a full door, the time budget), false when it
+    // welcomed this rank or has not answered yet; a refusal fails here.
+    bool registration_dropped(const std::string &where);
     // Wait for the parent to hand over this rank's subtree (or rank 0 to
-    // abort the set-up); links the parent.
-    std::vector<Member> await_subtree(Socket lis, const Deadline &dt);
+    // abort the set-up); links the parent.  While it waits, a registration
+    // rank 0 dropped is made again (register_again).
+    std::vector<Member> await_subtree(Socket lis, const Deadline &dt, const std::string &where,
+                                      const std::function<void()> &register_again);
     // Connect to each child and hand it the addresses of its subtree.
     void connect_children(const std::vector<Member> &sub, const Deadline &d);
 };

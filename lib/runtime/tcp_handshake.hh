@@ -15,9 +15,14 @@
 //     connection, which rank 0 sends in answer to the Hello, together with
 //     its own proof and its greeting (the Welcome: the tree's fan-out).
 //     The client checks that proof before it sends anything more; then
-//     its proof and its registration go in one write, and nothing comes
-//     back on that connection: rank 0 counts the registration once the
-//     proof holds, and a refusal reaches the rank at its listener.
+//     its proof and its registration go in one write.  Rank 0 counts the
+//     registration once the proof holds and answers on that connection
+//     (Welcome, or Reject, which also reaches the rank at its listener),
+//     but the rank does not wait for that answer: it keeps the connection
+//     and reads it only when the tree is slow to come (tcp_setup.cc).  A
+//     connection closed without an answer means rank 0 dropped it after
+//     its challenge (the cap below, or the time budget), and the rank
+//     registers again.
 // Either way the client waits once, as it would for rank 0's answer
 // without a secret.  What a server sends ahead of the client's proof is
 // set-up data (a nonce, its proof over the client's own Hello, the

@@ -27,7 +27,7 @@ enum class Msg : uint16_t {
     Challenge,  // rank 0's answer to a Hello: its fresh nonce (its proof follows, an Ack)
     Proof,      // the client's proof
     Register,   // a rank to rank 0: where it listens
-    Welcome,    // rank 0's answer to a registration (with a secret: its greeting, with the Challenge)
+    Welcome,    // rank 0's answer to a registration (with a secret also its greeting, with the Challenge)
     Reject,     // rank 0 refuses a registration: why
     Tree,       // a parent to a child: the addresses of its subtree
     Ack,        // a server's proof: a child's to its parent, rank 0's to a registering rank
@@ -108,7 +108,7 @@ std::string printable(std::string_view s, size_t max = 512);
 
 // ---- bodies ---------------------------------------------------------------
 
-constexpr uint32_t kProto = 3;
+constexpr uint32_t kProto = 4;
 constexpr uint32_t kMaxWorld = 1u << 24;
 constexpr size_t kMaxStep = 200;  // DIST_BIND_STEP_KEY's limit
 constexpr size_t kMaxHost = 255;

@@ -4,10 +4,12 @@ rank with one clear error (the right status, naming the culprit), never a
 hang.  No timing thresholds: a fault that is not detected shows up as the
 wrong status or message, not as slowness."""
 import os
+import select
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -174,10 +176,94 @@ def huge_hello(t):
             root.communicate()
 
 
+def read_frame(c):
+    """One whole frame from socket c (header and body), or b"" at its end."""
+    buf = b""
+    while len(buf) < 16 or len(buf) < 16 + struct.unpack_from("<I", buf, 12)[0]:
+        chunk = c.recv(65536)
+        if not chunk:
+            return b""
+        buf += chunk
+    return buf
+
+
+def dropped_registrations(t):
+    """Rank 0 drops a connection after its challenge, before it has read the
+    rank's proof and registration (it does so to the oldest when more
+    connections wait than it holds unproven: 32 ranks of 1024 on the lab).
+    The rank must notice that its registration was not answered and
+    register again.  Ranks 1-4 reach rank 0 through a relay that passes
+    their Hello and rank 0's challenge and proof, then, on each rank's first
+    connection, takes in its proof and registration and closes both ends."""
+    world, port, relay_port = 5, free_port(), free_port()
+    lis = socket.socket()
+    lis.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lis.bind(("127.0.0.1", relay_port))
+    lis.listen(64)
+    lis.settimeout(0.2)
+    halt, lock, cut, seen, threads = threading.Event(), threading.Lock(), [], [], []
+
+    def relay(c):
+        up = None
+        try:
+            hello = read_frame(c)
+            if len(hello) < 16 + 9:
+                return
+            rank = struct.unpack_from("<I", hello, 16 + 5)[0]  # Hello: version u32, mode u8, client u32
+            up = socket.create_connection(("127.0.0.1", port), timeout=5)
+            up.sendall(hello)
+            with lock:
+                seen.append(rank)
+                first = rank not in cut
+                if first:
+                    cut.append(rank)
+            while not halt.is_set():
+                ready, _, _ = select.select([c, up], [], [], 0.2)
+                for src in ready:
+                    data = src.recv(65536)
+                    if not data or (first and src is c):
+                        return  # closed; or this rank's proof and registration, which rank 0 never gets
+                    (up if src is c else c).sendall(data)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            if up:
+                up.close()
+
+    def serve():
+        while not halt.is_set():
+            try:
+                c, _ = lis.accept()
+            except OSError:
+                continue
+            th = threading.Thread(target=relay, args=(c,), daemon=True)
+            th.start()
+            threads.append(th)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        res = run_ranks(world, ["roundtrip"], port=port, env={"DIST_BIND_TIMEOUT": "20", "DIST_BIND_DEBUG": "1"},
+                        per_rank=lambda r: {"MASTER_PORT": str(relay_port)} if r else None)
+    finally:
+        halt.set()
+        server.join(5)
+        for th in threads:
+            th.join(5)
+        lis.close()
+    what = "rank 0 drops each rank's first registration after its challenge"
+    t.eq(sorted(cut), [1, 2, 3, 4], what + ": the relay cut one connection of each rank")
+    all_status(t, res, "OK", what + ": every rank registers again and the step runs")
+    again = [r for r in range(1, world) if "registration unanswered" in res[r].err]
+    t.eq(again, [1, 2, 3, 4], what + ": each rank saw its registration go unanswered (debug)")
+
+
 need_worker()
 t = Test("tcp-faults")
 faults(t, WORKER, "")
 huge_hello(t)
+dropped_registrations(t)
 
 # The same under AddressSanitizer/UBSan (a few of them), when built.
 if os.path.exists(SAN_WORKER):

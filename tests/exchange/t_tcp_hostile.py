@@ -53,7 +53,7 @@ def frame(t, body=b"", op=0, seq=0, length=None):
 
 def hello_body(client, server, world, step, nonce=b"\0" * 32):
     s = step.encode()
-    return struct.pack("<IBIII", 3, 1, client, server, world) + struct.pack("<I", len(s)) + s + nonce
+    return struct.pack("<IBIII", 4, 1, client, server, world) + struct.pack("<I", len(s)) + s + nonce
 
 
 def mac(key, role, hbody, server_nonce):
@@ -252,8 +252,9 @@ def dos_hello(t, worker):
 
 
 def key_probing(t):
-    """200 proofs with wrong keys are dropped; the same code with the right
-    key is taken in (so the probes were well-formed)."""
+    """200 proofs with wrong keys are dropped, unanswered; the same code
+    with the right key is taken in and answered with a Welcome (so the
+    probes were well-formed)."""
     world, port = 2, free_port()
     procs = {0: start(0, world, port, env={"DIST_BIND_DEBUG": "1"})}
     time.sleep(0.3)
@@ -298,7 +299,9 @@ def key_probing(t):
     t.ok({k for k, _ in frames(bytes(got))} <= HANDSHAKE, "key probing: only rank 0's handshake came back")
     t.eq(proofs, 200, "key probing: rank 0 proved itself first, every time, over the prober's own Hello")
     _, proved, after = attempt(bytes.fromhex(SECRET))
-    t.ok(proved and not after, "key probing: the right key's attempt went through the same handshake (control)")
+    t.ok(proved and [k for k, _ in frames(after)] == [WELCOME],
+         "key probing: the right key's attempt went through the same handshake and was answered with a Welcome "
+         "(control; got %s)" % [k for k, _ in frames(after)])
     time.sleep(0.5)
     procs[0].kill()
     r = finish(procs)[0]

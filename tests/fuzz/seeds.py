@@ -88,7 +88,7 @@ def wire(which, world, body):
     return bytes([which]) + struct.pack("<I", world - 1) + body
 
 
-HELLO = struct.pack("<IBIII", 3, 1, 3, 0, 4) + s("12.0") + bytes(range(32))
+HELLO = struct.pack("<IBIII", 4, 1, 3, 0, 4) + s("12.0") + bytes(range(32))
 put("corpus", "wire", "header", wire(0, 4, struct.pack("<IHHII", 0x32584244, 1, 0, 0, len(HELLO))))
 put("corpus", "wire", "hello", wire(1, 4, HELLO))
 put("corpus", "wire", "challenge", wire(2, 4, bytes(range(32))))
@@ -99,7 +99,7 @@ put("corpus", "wire", "abort", wire(5, 4, struct.pack("<H", 3) + s("barrier #2 f
 put("corpus", "wire", "subtree", wire(6, 12, struct.pack("<II", 2, 2) + struct.pack("<IIH", 5, 0x0100007f, 40001) + bytes(32)
                                       + struct.pack("<IIH", 6, 0x0100007f, 40002) + bytes(range(32))))
 put("corpus", "wire", "ack", wire(11, 4, bytes(range(32))))
-HELLO2 = struct.pack("<IBIII", 3, 2, 0, 5, 12) + s("12.0") + bytes(32)
+HELLO2 = struct.pack("<IBIII", 4, 2, 0, 5, 12) + s("12.0") + bytes(32)
 put("corpus", "wire", "hello-announced", wire(1, 12, HELLO2))
 put("corpus", "wire", "missing", wire(7, 12, struct.pack("<IIII", 1, 2, 1, 5)))
 put("corpus", "wire", "up", wire(8, 8, struct.pack("<II", 4, 8) + bytes(8)))
@@ -111,6 +111,6 @@ put("repro", "wire", "finding-4-short-up", wire(8, 9, struct.pack("<II", 64, 0))
 put("repro", "wire", "finding-9-missing-int-max", wire(7, 16, struct.pack("<IIII", 2, 0x7fffffff, 0x80000000, 0)))
 # Finding 2: the Hello that aborted every rank (world 999) decodes, and is
 # then dropped for want of a proof (see t_tcp_hostile.py).
-put("repro", "wire", "finding-2-dos-hello", wire(1, 4, struct.pack("<IBIII", 3, 1, 1, 0, 999) + s("12.0") + bytes(32)))
+put("repro", "wire", "finding-2-dos-hello", wire(1, 4, struct.pack("<IBIII", 4, 1, 1, 0, 999) + s("12.0") + bytes(32)))
 # Finding 6: text from a peer with terminal escapes.
 put("repro", "wire", "finding-6-escapes", wire(5, 4, struct.pack("<H", 4) + s("\x1b[2J\x1b[31mpwned\x07\n")))
