@@ -39,6 +39,12 @@ int db_local_refuse_async(const struct db_glue *g);
 /* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
 void db_local_devices_hint(spank_t sp, const db_request *eff);
 
+/* dlsym gives no types: the build against each release's slurm.h checks
+ * that a function srun looks up has the type the glue calls it with
+ * (typeof does not refer to the symbol, so nothing links against it). */
+#define DB_API_TYPE(fn, type) \
+    _Static_assert(__builtin_types_compatible_p(type, __typeof__(&fn)), #fn " has changed type in slurm.h")
+
 /* srun: a Slurm API function by name, else by its name in older releases
  * (NULL for none); NULL if srun has neither. */
 void *db_slurm_api(const char *name, const char *older);

@@ -33,6 +33,11 @@ typedef void (*layout_free_f)(slurm_step_layout_t *);
 typedef int (*load_node_f)(node_info_msg_t **, char *, uint16_t);
 typedef void (*free_node_f)(node_info_msg_t *);
 
+DB_API_TYPE(slurm_job_step_layout_get, layout_get_f);
+DB_API_TYPE(slurm_job_step_layout_free, layout_free_f);
+DB_API_TYPE(slurm_load_node_single, load_node_f);
+DB_API_TYPE(slurm_free_node_info_msg, free_node_f);
+
 void *db_slurm_api(const char *name, const char *older) {
     void *f = dlsym(RTLD_DEFAULT, name);
     if (!f && older) f = dlsym(RTLD_DEFAULT, older);

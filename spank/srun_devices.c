@@ -15,12 +15,21 @@
 #include <string.h>
 
 #include <slurm/slurm.h>
+#include <slurm/slurm_version.h>
 
 #include "glue.h"
 
 typedef int (*load_conf_f)(time_t, slurm_conf_t **);
 typedef void (*free_conf_f)(slurm_conf_t *);
 typedef void (*print_pairs_f)(FILE *, void *, char *);
+
+DB_API_TYPE(slurm_load_ctl_conf, load_conf_f);
+DB_API_TYPE(slurm_print_key_pairs, print_pairs_f);
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+DB_API_TYPE(slurm_free_conf, free_conf_f);
+#else
+DB_API_TYPE(slurm_free_ctl_conf, free_conf_f);
+#endif
 
 extern char **environ;
 
