@@ -16,6 +16,8 @@ pkgs=(
   clang-14 libclang-rt-14-dev          # make fuzz (libFuzzer)
   clang-format-14                      # make format-check
   mmdebstrap                           # the Debian 13 root of the Slurm 24.11 lab
+  python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev  # MPI under --dist-bind
+  crun                                 # Slurm's --container (OCI)
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -48,6 +48,17 @@ PACKAGES=(
     libmunge-dev perl # building Slurm itself from source (make lab-release)
 )
 
+# What one suite's root adds: the launchers, MPI stacks, frameworks and
+# container runtimes the lab runs on that release only (issues 18 and 19).
+extra_packages() {
+    case $1 in
+        trixie) echo crun runc ;;
+        sid) echo python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev \
+                python3-accelerate python3-transformers \
+                apptainer squashfs-tools crun runc ;;
+    esac
+}
+
 native() {
     local v
     v=$(dpkg-query -W -f='${Version}' libslurm-dev 2>/dev/null) || return 1
@@ -58,7 +69,11 @@ native() {
 root_dir() { echo "$ROOTS/$(suite_of "$1")"; }
 
 # The cache key: the suite and the package list.
-root_key() { printf '%s\n' "$(suite_of "$1")" "${PACKAGES[@]}" | sha256sum | cut -c1-16; }
+root_key() {
+    local suite
+    suite=$(suite_of "$1")
+    printf '%s\n' "$suite" "${PACKAGES[@]}" $(extra_packages "$suite") | sha256sum | cut -c1-16
+}
 
 # Refuse to delete a root something still has mounted below (a command run
 # outside this script's namespaces).
@@ -98,7 +113,7 @@ cmd_root() {
     [ "$suite" = sid ] && valid=(--aptopt='Acquire::Check-Valid-Until "false"')
     mmdebstrap --mode=root --variant=apt --format=directory \
         --aptopt='APT::Install-Recommends "false"' "${valid[@]}" \
-        --include="$(IFS=,; echo "${PACKAGES[*]}")" \
+        --include="$(echo "${PACKAGES[@]}" $(extra_packages "$suite") | tr ' ' ,)" \
         "$suite" "$tmp" "deb http://deb.debian.org/debian $suite main" >"$ROOTS/$suite.log" 2>&1 \
         || { tail -n 30 "$ROOTS/$suite.log" >&2; die "mmdebstrap failed (log: $ROOTS/$suite.log)"; }
     mv "$tmp" "$dir"
