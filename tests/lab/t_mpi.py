@@ -11,9 +11,9 @@ libdistbind in one process: both agree and both exchanges work.
 
 What each MPI does with each PMI was measured on these releases; a
 combination that cannot run here says so in a NOTE with the reason:
-- Debian's Open MPI (4.1, 6.0) talks PMIx only: under --mpi=pmi2 its
-  MPI_Init fails ("PMI-2 support ... build Open MPI using --with-pmi"), and
-  Debian's 26.05 has no mpi/pmix plugin.
+- Debian's Open MPI (4.1, 6.0) talks PMIx only: under --mpi=pmi2 4.1's
+  MPI_Init fails ("OPAL ERROR: Unreachable"), 6.0 makes every task a world
+  of one; and Debian's 26.05 has no mpi/pmix plugin.
 - Debian's MPICH (4.0, 5.0) talks PMI-1/PMI-2 over Slurm's mpi/pmi2;
   under --mpi=pmix every task is a world of one (no PMIx in Debian's build).
 - MPICH's shared-memory communicator has one task each, with and without
