@@ -49,5 +49,7 @@ fields = {k: os.environ.get(k, "-") for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"
                                               "TORCHELASTIC_RUN_ID", "SLURM_PROCID")}
 fields.update(host=socket.gethostname(), open=openable() or "-", db_device=dev, db_source=src,
               sum="%g" % x.item(), world=str(dist.get_world_size()))
-print("WORKER " + " ".join("%s=%s" % kv for kv in sorted(fields.items())), flush=True)
+# One write(2) per line: the workers of an agent share its stdout, and a
+# line under PIPE_BUF is not interleaved with another's.
+os.write(1, ("WORKER " + " ".join("%s=%s" % kv for kv in sorted(fields.items())) + "\n").encode())
 dist.destroy_process_group()
