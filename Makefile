@@ -17,7 +17,7 @@
 # Each component has its build.mk (included below, an explicit list); this
 # file holds the shared variables, the object rules and the driver targets.
 #
-# Versions: VERSION holds the one release number (0.1.0).  From it come the
+# Versions: VERSION holds the one release number (0.2.0).  From it come the
 # .deb and .rpm versions (debian/changelog's top entry must equal it:
 # tests/unit/t_version.sh), distbind.pc, distbind_version(),
 # DISTBIND_VERSION_MAJOR/MINOR/PATCH (the generated, installed

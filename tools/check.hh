@@ -32,7 +32,7 @@ struct Row {
     char host[64];
     char source[16];
     char gpu[96];          // entry `device` of CUDA_VISIBLE_DEVICES ("" when unset or too short)
-    char own[96];          // the first GPU of DIST_BIND_GPUS, "\1" when unset
+    char own[96];          // the first GPU of DIST_BIND_GPUS (the LOCAL_RANK-th under a launcher), "\1" when unset
     char visible[160];     // CUDA_VISIBLE_DEVICES for messages only (cut with "..."), "\1" when unset
     char unopenable[160];  // the entries of CUDA_VISIBLE_DEVICES past what CUDA sees ("" when none)
     char master[128];      // MASTER_ADDR:MASTER_PORT

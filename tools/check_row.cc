@@ -97,8 +97,13 @@ Row my_row(distbind_t *h) {
     r.local_world = distbind_local_world_size(h);
     r.node_rank = distbind_node_rank(h);
     r.device = distbind_device(h);
-    r.slurm_procid = env_int("SLURM_PROCID");
-    r.slurm_localid = env_int("SLURM_LOCALID");
+    // A launcher (torchrun) re-ranked this process under an srun --dist-bind
+    // task: Slurm's numbers are its task's, and its own GPU is the
+    // local-rank-th of that task's (libdistbind chose the device so).
+    const char *src = distbind_source(h);
+    const bool relaunched = src && std::strcmp(src, "env") == 0 && getenv("DIST_BIND_TASK");
+    r.slurm_procid = relaunched ? -1 : env_int("SLURM_PROCID");
+    r.slurm_localid = relaunched ? -1 : env_int("SLURM_LOCALID");
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     put(r.host, sizeof r.host, host);
@@ -122,7 +127,13 @@ Row my_row(distbind_t *h) {
     put(r.bus, sizeof r.bus, info.bus_id);
     put(r.uuid, sizeof r.uuid, info.uuid);
     put(r.gpu_msg, sizeof r.gpu_msg, info.message);
-    set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS"));
+    std::string own;
+    if (const char *g = getenv("DIST_BIND_GPUS")) {
+        std::vector<std::string_view> v = split(g, ',');
+        const size_t i = relaunched && r.local_rank >= 0 ? static_cast<size_t>(r.local_rank) : 0;
+        own = i < v.size() ? std::string(v[i]) : std::string();
+    }
+    set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS") ? own.c_str() : nullptr);
     return r;
 }
 

@@ -12,10 +12,28 @@ namespace {
 
 // What dist-bind sets in a task; with DB_STEP_MARK naming another step,
 // these came from an enclosing step and are dropped where not set anew.
-constexpr const char *kOwnVars[] = {
-    "RANK",           "WORLD_SIZE",       "LOCAL_RANK",          "LOCAL_WORLD_SIZE", "NODE_RANK",
-    "GROUP_RANK",     "GROUP_WORLD_SIZE", "DIST_BIND_MODE",      "DIST_BIND_DEVICE", "DIST_BIND_GPUS",
-    "DIST_BIND_NUMA", "DIST_BIND_NICS",   "HIP_VISIBLE_DEVICES", DB_STEP_MARK,       DB_MASTER_MARK};
+constexpr const char *kOwnVars[] = {"RANK",
+                                    "WORLD_SIZE",
+                                    "LOCAL_RANK",
+                                    "LOCAL_WORLD_SIZE",
+                                    "NODE_RANK",
+                                    "GROUP_RANK",
+                                    "GROUP_WORLD_SIZE",
+                                    "DIST_BIND_MODE",
+                                    "DIST_BIND_DEVICE",
+                                    "DIST_BIND_GPUS",
+                                    "DIST_BIND_NUMA",
+                                    "DIST_BIND_NICS",
+                                    "HIP_VISIBLE_DEVICES",
+                                    DB_STEP_MARK,
+                                    DB_MASTER_MARK,
+                                    "DIST_BIND_TASK",
+                                    "PET_NNODES",
+                                    "PET_NODE_RANK",
+                                    "PET_MASTER_ADDR",
+                                    "PET_MASTER_PORT",
+                                    "PET_RDZV_ENDPOINT",
+                                    "PET_RDZV_ID"};
 
 // Position of each of `own` in `step`.
 std::vector<size_t> positions(const std::vector<std::string> &step, const std::vector<std::string> &own) {
@@ -305,6 +323,23 @@ void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
     set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
     for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT})
         if (env_get(in.env, hint)) tp.unset.emplace_back(hint);
+    // The place these values are for: a launcher that re-ranks its workers
+    // (torchrun) leaves them behind, and libdistbind then knows its
+    // DIST_BIND_DEVICE is the launcher's.
+    set("DIST_BIND_TASK",
+        std::to_string(in.global_rank) + "," + std::to_string(in.local_rank) + "," + std::to_string(np.ntasks));
+    // torchrun reads its flags and their PET_<FLAG> defaults only; one srun
+    // task is one of its agents ("nodes").  Defaults: a flag the user types
+    // wins, so does a PET_ value exported before srun.
+    const bool ours = inherited_step(np, in.env);
+    const std::pair<const char *, std::string> pet[] = {{"PET_NNODES", std::to_string(np.ntasks)},
+                                                        {"PET_NODE_RANK", std::to_string(in.global_rank)},
+                                                        {"PET_MASTER_ADDR", np.master_addr},
+                                                        {"PET_MASTER_PORT", np.master_port},
+                                                        {"PET_RDZV_ENDPOINT", np.master_addr + ":" + np.master_port},
+                                                        {"PET_RDZV_ID", step_name(np.job_id, np.step_id)}};
+    for (const auto &p : pet)
+        if (ours || !env_get(in.env, p.first)) set(p.first, p.second);
 }
 
 }  // namespace

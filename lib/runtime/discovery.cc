@@ -54,6 +54,23 @@ void check_place(const Identity &id, const char *rank, const char *world, const 
     if (id.node_rank >= id.world) inconsistent(show(node, id.node_rank) + " is not below " + show(world, id.world));
 }
 
+// The plugin's DIST_BIND_TASK names the place it computed its values for
+// ("RANK,LOCAL_RANK,WORLD_SIZE").  A launcher that starts the real workers
+// itself (torchrun) gives them other ranks and leaves the plugin's
+// NODE_RANK and DIST_BIND_DEVICE behind: those are the launcher's.
+bool relaunched(const Env &env, const Identity &id) {
+    const char *v = env.get("DIST_BIND_TASK");
+    if (!v) return false;
+    const std::vector<std::string_view> f = split(v, ',');
+    uint64_t n[3];
+    if (f.size() != 3 || !parse_uint(f[0], kMaxWorld, n[0]) || !parse_uint(f[1], kMaxWorld, n[1]) ||
+        !parse_uint(f[2], kMaxWorld, n[2]))
+        fail(DISTBIND_ERR_ENV,
+             quoted("DIST_BIND_TASK", v) + ": expected RANK,LOCAL_RANK,WORLD_SIZE (set by srun --dist-bind)");
+    return n[0] != static_cast<uint64_t>(id.rank) || n[1] != static_cast<uint64_t>(id.local_rank) ||
+           n[2] != static_cast<uint64_t>(id.world);
+}
+
 void from_plugin(const Env &env, Identity &id) {
     Reader r(env,
              "RANK is set, so the task's place is read from RANK, WORLD_SIZE, LOCAL_RANK, "
@@ -63,13 +80,19 @@ void from_plugin(const Env &env, Identity &id) {
     id.world = r.need("WORLD_SIZE", kMaxWorld);
     id.local_rank = r.need("LOCAL_RANK");
     id.local_world = r.need("LOCAL_WORLD_SIZE", kMaxWorld);
-    const char *node_var = env.get("NODE_RANK") ? "NODE_RANK" : env.get("GROUP_RANK") ? "GROUP_RANK" : nullptr;
+    id.relaunched = env.get("DIST_BIND_MODE") && relaunched(env, id);
+    if (id.relaunched) id.source = Source::Env;
+    // Relaunched: the launcher's GROUP_RANK, not the plugin's NODE_RANK.
+    const char *node_var = id.relaunched && env.get("GROUP_RANK") ? "GROUP_RANK"
+                           : env.get("NODE_RANK")                 ? "NODE_RANK"
+                           : env.get("GROUP_RANK")                ? "GROUP_RANK"
+                                                                  : nullptr;
     if (!node_var)
         fail(DISTBIND_ERR_ENV,
              "NODE_RANK (or GROUP_RANK) is not set (RANK is set, so the task's place is read "
              "from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and NODE_RANK)");
     id.node_rank = r.need(node_var);
-    if (env.get("NODE_RANK") && env.get("GROUP_RANK")) {
+    if (!id.relaunched && env.get("NODE_RANK") && env.get("GROUP_RANK")) {
         int g = Reader::number("GROUP_RANK", env.get("GROUP_RANK"), kMaxWorld - 1);
         if (g != id.node_rank)
             inconsistent("NODE_RANK=" + std::to_string(id.node_rank) + " and GROUP_RANK=" + std::to_string(g) +
@@ -110,7 +133,24 @@ void from_slurm(const Env &env, Identity &id) {
 }
 
 void choose_device(const Env &env, Identity &id) {
-    if (const char *v = env.get("DIST_BIND_DEVICE")) {
+    const char *dev = env.get("DIST_BIND_DEVICE");
+    if (id.relaunched && dev) {
+        // The launcher's task owns the GPUs DIST_BIND_GPUS names, as devices
+        // DIST_BIND_DEVICE onwards; its workers take one each, by local rank.
+        const int first = Reader::number("DIST_BIND_DEVICE", dev, 65535);
+        const char *gpus = env.get("DIST_BIND_GPUS");
+        const size_t n = gpus ? split(gpus, ',').size() : 0;
+        if (gpus && static_cast<size_t>(id.local_rank) >= n)
+            fail(DISTBIND_ERR_DEVICE, "LOCAL_RANK=" + std::to_string(id.local_rank) +
+                                          " but the srun task that started this process owns " + std::to_string(n) +
+                                          " GPU" + (n == 1 ? "" : "s") + " (" + quoted("DIST_BIND_GPUS", gpus) +
+                                          "): start at most " + std::to_string(n) + " worker" + (n == 1 ? "" : "s") +
+                                          " per srun task (torchrun --nproc-per-node=" + std::to_string(n) +
+                                          "), or give each task more GPUs (--gpus-per-node, --gpus-per-task)");
+        id.device = first + id.local_rank;
+        id.device_from = "DIST_BIND_DEVICE+LOCAL_RANK (a launcher re-ranked this process: " +
+                         quoted("DIST_BIND_TASK", env.get("DIST_BIND_TASK")) + ")";
+    } else if (const char *v = dev) {
         id.device = Reader::number("DIST_BIND_DEVICE", v, 65535);
         id.device_from = "DIST_BIND_DEVICE";
     } else {

@@ -70,6 +70,7 @@ struct Identity {
     int rank = -1, world = -1, local_rank = -1, local_world = -1, node_rank = -1;
     int device = -1;
     std::string device_from;  // the variable the ordinal came from
+    bool relaunched = false;  // a launcher re-ranked the task the plugin set up
     std::string host;         // this node's host name
 };
 

@@ -4,7 +4,9 @@
 // changed as CUDA or another rank would have it (gpu_count[i] >= 0: CUDA
 // saw that many devices and said so; corrupt[i]: 1 a host name without its
 // end, 2 a GPU status that is none, 3 a rank that is not its place; 4 a
-// GPU UUID of its own, 5 one GPU UUID for all).
+// GPU UUID of its own, 5 one GPU UUID for all; 6 before the row is made: a
+// worker a launcher re-ranked under an srun --dist-bind task, torchrun-like:
+// DIST_BIND_TASK names the agent's place, SLURM_PROCID is the agent's).
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,6 +33,14 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
                                         "LOCAL_WORLD_SIZE=" + std::to_string(n),
                                         "NODE_RANK=0",
                                         "DIST_BIND_DEVICE=" + std::to_string(device[i])};
+        const bool relaunched = corrupt && corrupt[i] == 6;
+        if (relaunched) {
+            env.push_back("DIST_BIND_MODE=rank");
+            env.push_back("DIST_BIND_TASK=5,0,9");
+            setenv("DIST_BIND_TASK", "5,0,9", 1);
+            setenv("SLURM_PROCID", "5", 1);
+            setenv("SLURM_LOCALID", "0", 1);
+        }
         std::vector<const char *> envp;
         for (const std::string &e : env) envp.push_back(e.c_str());
         envp.push_back(nullptr);
@@ -38,6 +48,8 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         if (distbind_create_env(&db, envp.data()) != DISTBIND_OK) return 0;
         dbcheck::Row r = dbcheck::my_row(db);
         distbind_destroy(db);
+        if (relaunched)
+            for (const char *name : {"DIST_BIND_TASK", "SLURM_PROCID", "SLURM_LOCALID"}) unsetenv(name);
         if (gpu_count && gpu_count[i] >= 0) {
             r.gpu_count = gpu_count[i];
             r.gpu_status = gpu_count[i] ? DISTBIND_OK : DISTBIND_ERR_NO_GPU;

@@ -53,6 +53,10 @@ static const struct rows_case cases[] = {
      "device 5 is GPU " U("5") " but the GPU Slurm gave it is " U("4"),
      {0},
      {0}},
+    /* torchrun's two workers under one srun --dist-bind task owning GPUs
+     * 0,1,2 (its DIST_BIND_DEVICE=0 and SLURM_PROCID=5 left behind): devices
+     * 0 and 1, each its own, and Slurm's numbers are not theirs to match. */
+    {2, {"0,1,2", "0,1,2"}, {"0,1,2", "0,1,2"}, {0, 0}, "0;1", "ok;ok", NULL, {0}, {6, 6}},
     /* Two GPUs per task: the first of DIST_BIND_GPUS is the one. */
     {1, {UUIDS8}, {U("6") "," U("7")}, {6}, U("6"), "ok", NULL, {0}, {0}},
     /* MIG instances (7 x 48 characters). */

@@ -13,6 +13,7 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1:m
 
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
 #define SECRET "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
+#define AGENT "|NODE_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_TASK=1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
 struct place_row {
@@ -30,6 +31,24 @@ static const struct place_row place_rows[] = {
     {PLUGIN "|" SLURM "|SLURM_PROCID=9", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
     /* torchrun: the same names, GROUP_RANK only, no plugin. */
     {"RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|GROUP_RANK=0", DISTBIND_OK, 0, 1, 0, 1, 0, 0, "env", NULL},
+    /* torchrun's workers under srun --dist-bind: the plugin set the agent up
+     * (DIST_BIND_TASK names its place), torchrun re-ranked the workers.  The
+     * workers' own ranks, GROUP_RANK over the agent's NODE_RANK, and device
+     * = the agent's first (DIST_BIND_DEVICE) + the worker's LOCAL_RANK. */
+    {"RANK=5|WORLD_SIZE=6|LOCAL_RANK=2|LOCAL_WORLD_SIZE=3|GROUP_RANK=1" AGENT, DISTBIND_OK, 5, 6, 2, 3, 1, 2, "env",
+     NULL},
+    {"RANK=1|WORLD_SIZE=6|LOCAL_RANK=1|LOCAL_WORLD_SIZE=3|GROUP_RANK=0" AGENT, DISTBIND_OK, 1, 6, 1, 3, 0, 1, "env",
+     NULL},
+    /* The second agent of a node (rank mode: its GPUs are devices 2 and 3). */
+    {"RANK=3|WORLD_SIZE=6|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|GROUP_RANK=1|NODE_RANK=0|DIST_BIND_MODE=rank|"
+     "DIST_BIND_TASK=1,1,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3",
+     DISTBIND_OK, 3, 6, 1, 2, 1, 3, "env", NULL},
+    /* Not re-ranked: the plugin's place and device. */
+    {PLUGIN "|DIST_BIND_TASK=4,1,5|DIST_BIND_DEVICE=1", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    {"RANK=3|WORLD_SIZE=8|LOCAL_RANK=3|LOCAL_WORLD_SIZE=4|GROUP_RANK=0" AGENT, DISTBIND_ERR_DEVICE, 0, 0, 0, 0, 0, 0,
+     NULL, "LOCAL_RANK=3&owns 3 GPUs (DIST_BIND_GPUS=\"0,1,2\")&--nproc-per-node=3"},
+    {PLUGIN "|DIST_BIND_TASK=4,1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,1\"&RANK,LOCAL_RANK"},
+    {PLUGIN "|DIST_BIND_TASK=4,x,5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,x,5\""},
     /* Slurm's own. */
     {SLURM, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "slurm", NULL},
     {SLURM "|DIST_BIND_DEVICE=3", DISTBIND_OK, 4, 5, 1, 2, 1, 3, "slurm", NULL},
