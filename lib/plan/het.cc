@@ -85,8 +85,9 @@ void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np
         name = "SLURM_JOB_NODELIST_PACK_GROUP_0";
     }
     if (cfg.addr_kind == DB_ADDR_NODEADDR)
-        throw Error("MASTER_ADDR: master_addr=addr needs rank 0's NodeAddr, which only srun knows, and srun hands it "
-                    "to one component of a heterogeneous step only: export MASTER_ADDR before srun");
+        throw Error(
+            "MASTER_ADDR: master_addr=addr needs rank 0's NodeAddr, which only srun knows, and srun hands it "
+            "to one component of a heterogeneous step only: export MASTER_ADDR before srun");
     if (!nodes)
         throw Error("heterogeneous step " + step_name(np.job_id, np.step_id) +
                     " inside a homogeneous allocation: no SLURM_JOB_NODELIST_HET_GROUP_0 tells its first "
@@ -107,7 +108,8 @@ NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &gl
 
     if (global_rank == 0 && !np.het_rank0_node.empty() && !v.node_name.empty() && v.node_name != np.het_rank0_node)
         throw Error("rank 0 of heterogeneous step " + step + " runs on " + v.node_name + ", not on " +
-                    np.het_rank0_node + ", the first node of the first component's allocation, which every "
+                    np.het_rank0_node +
+                    ", the first node of the first component's allocation, which every "
                     "component took for MASTER_ADDR: export MASTER_ADDR before srun, or let the first "
                     "component's step use all of its nodes");
     const char *gtids = env_get(in.env, "SLURM_GTIDS");
@@ -117,7 +119,8 @@ NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &gl
     for (std::string_view g : split(gtids, ',')) {
         uint64_t r;
         if (!parse_uint(g, np.ntasks ? np.ntasks - 1 : 0, r))
-            throw Error(quoted("SLURM_GTIDS", gtids) + ": expected the node's ranks below " + std::to_string(np.ntasks));
+            throw Error(quoted("SLURM_GTIDS", gtids) + ": expected the node's ranks below " +
+                        std::to_string(np.ntasks));
         lowest = std::min(lowest, static_cast<uint32_t>(r));
         mine = mine || r == global_rank;
     }
