@@ -111,7 +111,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
     /* A bad plugstack.conf fails the command here when the plugin is
      * required; the option callback already refused --dist-bind. */
     if (user_context() && !db_glue.cfg_ok) return -1;
-    if (spank_context() == S_CTX_LOCAL) return db_local_refuse_async(&db_glue);
+    if (spank_context() == S_CTX_LOCAL) {
+        if (db_local_refuse_async(&db_glue) != 0) return -1;
+        return db_local_secret(&db_glue);
+    }
     return 0;
 }
 

@@ -36,6 +36,9 @@ int db_local_user_init(spank_t sp, const struct db_glue *g);
 /* srun, init_post_opt: -1 (with one message) for a step that asks for
  * dist-bind under `srun --async`. */
 int db_local_refuse_async(const struct db_glue *g);
+/* srun, init_post_opt: draw the step's secret (DB_SECRET_VAR) into srun's
+ * environment. */
+int db_local_secret(const struct db_glue *g);
 /* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
 void db_local_devices_hint(spank_t sp, const db_request *eff);
 

@@ -215,8 +215,20 @@ int db_local_user_init(spank_t sp, const struct db_glue *g) {
     unsetenv(DB_NODE_RANKS_HINT);
     db_local_devices_hint(sp, &eff);
     if (eff.mode == DB_MODE_OFF) return 0;
-    if (draw_secret() != 0) return -1;
     return layout_hints(sp, g, &eff);
+}
+
+/* The step's secret, drawn in init_post_opt: what srun exports in
+ * local_user_init, which runs once for a whole heterogeneous step (srun A :
+ * B), reaches one of its components only (measured on 22.05 and 26.05);
+ * what it exports before any component exists reaches all of them. */
+int db_local_secret(const struct db_glue *g) {
+    db_request eff;
+
+    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return 0; /* refused already */
+    eff = db_glue_effective(g);
+    if (eff.mode == DB_MODE_OFF) return 0;
+    return draw_secret();
 }
 
 /* Slurm 26.05's `srun --async` hands the step to the stepmgr and skips

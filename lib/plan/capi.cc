@@ -115,7 +115,13 @@ int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_pl
     bool node_wide = false;
     int rc = guarded(err, errlen, [&] {
         try {
-            db::TaskPlan plan = db::plan_task(*np, *in);
+            db::TaskPlan plan;
+            if (np->het && np->active) {
+                db_task_input task = *in;
+                plan = db::plan_task(db::het_task_view(*np, *in, task.global_rank), task);
+            } else {
+                plan = db::plan_task(*np, *in);
+            }
             auto *p = new db_task_plan();
             static_cast<db::TaskPlan &>(*p) = std::move(plan);
             *out = p;

@@ -53,6 +53,11 @@ struct NodePlan {
     bool clean_inherited = false;
 
     db_request req{};
+    // A heterogeneous step: the counts are the whole step's, the job id the
+    // leader's; node_id, NODE_RANK and each rank come from the task's
+    // environment (het_task_view).
+    bool het = false;
+    std::string het_rank0_node;  // where every component expects rank 0
     uint32_t job_id = 0, step_id = 0, nnodes = 0, node_id = 0, ntasks = 0, local_ntasks = 0;
     std::string node_name;  // this node's name in the step's node list, "" if unknown
     std::string host;       // node_name, or "#N": for messages
@@ -95,6 +100,14 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
+
+// Heterogeneous steps (het.cc): is this one; the node's part of its plan
+// (whole-step counts, the leader's job id); a task's view of the node plan
+// (its global rank, the node's index and NODE_RANK in the whole step).
+bool het_step(const db_node_input &in);
+void plan_het_node(const db_node_input &in, NodePlan &np);
+void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np);
+NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &global_rank);
 
 // Each node's NODE_RANK (by Slurm's node index) from the step's layout, and
 // the node that runs rank 0; throws db::Error for a layout that is not one.

@@ -93,16 +93,22 @@ void plan_node_rank(const db_node_input &in, NodePlan &np) {
                 fix);
 }
 
+void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
+               const std::pair<std::string, std::string> &inherited);
+
 void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
     const auto inherited = inherited_master(in.env);
     const char *user_addr = users(in.env, "MASTER_ADDR", inherited.first);
-    const char *hint = env_get(in.env, DB_RANK0_HINT);
+    // srun's word reaches only one component of a heterogeneous step.
+    const char *hint = np.het ? nullptr : env_get(in.env, DB_RANK0_HINT);
     if (user_addr) {
         np.master_addr = user_addr;
         np.master_addr_from = "set by user";
     } else if (hint && *hint) {
         np.master_addr = hint;
         np.master_addr_from = "from srun";
+    } else if (np.het) {
+        het_master_addr(cfg, in, np);
     } else {
         const char *dist = env_get(in.env, "SLURM_DISTRIBUTION");
         const char *why = nullptr;
@@ -121,6 +127,11 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
         np.master_addr_from = "first node of the step";
     }
 
+    plan_port(cfg, in, np, inherited);
+}
+
+void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
+               const std::pair<std::string, std::string> &inherited) {
     const char *user_port = users(in.env, "MASTER_PORT", inherited.second);
     const char *resv = env_get(in.env, "SLURM_STEP_RESV_PORTS");
     if (user_port) {
@@ -132,11 +143,11 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
     } else if (np.req.port) {
         np.master_port = std::to_string(np.req.port);
         np.master_port_from = "port=";
-    } else if (resv && *resv) {
+    } else if (resv && *resv && !np.het) {  // each component reserves its own
         np.master_port = std::to_string(first_port(resv, "SLURM_STEP_RESV_PORTS"));
         np.master_port_from = "reserved port";
     } else {
-        np.master_port = std::to_string(hashed_port(cfg, in.job_id, in.step_id));
+        np.master_port = std::to_string(hashed_port(cfg, np.job_id, in.step_id));
         np.master_port_from = "hashed";
     }
     if (user_port && np.req.port && std::to_string(np.req.port) != user_port)
@@ -301,16 +312,15 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
         np.clean_inherited = true;
         return np;
     }
-    // The SPANK items of a heterogeneous step describe one component, while
-    // ranks span all of them.
-    if (const char *het = env_get(in.env, "SLURM_HET_SIZE"))
-        throw Error("heterogeneous steps (srun A : B, SLURM_HET_SIZE=" + std::string(het) +
-                    ") are not supported: run each component as its own step, or without --dist-bind");
-    check_counts(in);
-    const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
-    if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
-    np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
-    plan_node_rank(in, np);
+    if (het_step(in)) {
+        plan_het_node(in, np);
+    } else {
+        check_counts(in);
+        const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
+        if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
+        np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
+        plan_node_rank(in, np);
+    }
     plan_master(cfg, in, np);
     plan_gpus(in, np);
     plan_devices(in, np);

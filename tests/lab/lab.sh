@@ -301,6 +301,8 @@ $([ "$resv" = 1 ] && echo "MpiParams=ports=$((ctl_port + 100))-$((ctl_port + 199
 PlugStackConfig=$d/plugstack.conf
 ReturnToService=2
 SchedulerType=sched/backfill
+# Heterogeneous jobs (t_het) wait for the backfill scheduler: a 1 s cycle, not 30 s.
+SchedulerParameters=bf_interval=1
 InactiveLimit=0
 KillWait=5
 MinJobAge=2

@@ -25,6 +25,11 @@ struct row {
 #define STEP2(tpn) "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=" tpn
 #define GPUS(l) "|SLURM_STEP_GPUS=" l "|CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
 #define TASK(l) "CUDA_VISIBLE_DEVICES=" l "|GPU_DEVICE_ORDINAL=" l "|ROCR_VISIBLE_DEVICES=" l
+/* A heterogeneous step of 2+3 tasks, the first component on node2, as its
+ * step environment (SLURM_JOB_NODELIST_<g> names the first component's nodes). */
+#define HET(g)                                                                            \
+    "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=3,2|SLURM_STEP_NUM_TASKS=5|" \
+    "SLURM_STEP_NUM_NODES=2|SLURM_JOB_ID=7|SLURM_HET_SIZE=2|SLURM_JOB_NODELIST_" g
 #define SEED_N1 STEP2("3,2") GPUS("0,1,2")
 #define SEED_N2 STEP2("3,2") GPUS("0,1")
 /* In a row's step environment: the node's lowest global rank, which the glue
@@ -474,8 +479,33 @@ static const struct row rows[] = {
      "ROCR_VISIBLE_DEVICES=\"0,1\" does not match CUDA_VISIBLE_DEVICES: left alone&ZE_AFFINITY_MASK=\"0.0\""},
     {"user's GPU list without Slurm GPUs", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|ROCR_VISIBLE_DEVICES=0", 2, 2,
      "ROCR_VISIBLE_DEVICES=0", "RANK=2|-ROCR_VISIBLE_DEVICES|-DIST_BIND_DEVICE|-CUDA_DEVICE_ORDER", NULL, NULL},
-    {"heterogeneous step", "", "", 7, 0, 1, 0, 2, 2, "SLURM_STEP_NODELIST=node2|SLURM_HET_SIZE=2", 0, 0, "", NULL,
-     "heterogeneous steps&SLURM_HET_SIZE=2", NULL},
+    /* --- heterogeneous step: srun -w node2 -n2 : -w node1 -n3 (measured on 22.05): each
+     * component's items count from 0 (its own job id 8 for the second); the step's and the
+     * task's environment describe the whole step. ------------------------------------------ */
+    {"het: second component, node1", "", "", 8, 0, 1, 0, 3, 3, HET("HET_GROUP_0=node2") GPUS("0,1,2"), 1, 1,
+     TASK("1") "|SLURM_PROCID=3|SLURM_NODEID=1|SLURM_GTIDS=2,3,4|SLURMD_NODENAME=node1",
+     RANKVARS("3", "5", "1", "3", "1", "2") "|MASTER_ADDR=node2|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|"
+                                            "DIST_BIND_GPUS=1|DIST_BIND_STEP=7.0",
+     NULL, NULL},
+    {"het: rank 0 in the first component", "verbose", "", 7, 0, 1, 0, 2, 2, HET("PACK_GROUP_0=node2") GPUS("0,1"), 0, 0,
+     TASK("0") "|SLURM_PROCID=0|SLURM_NODEID=0|SLURM_GTIDS=0,1|SLURMD_NODENAME=node2",
+     RANKVARS("0", "5", "0", "2", "0", "2") "|MASTER_ADDR=node2|CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_STEP=7.0", NULL,
+     "rank=0/5 host=node2 local_rank=0/2"},
+    {"het: rank 0 not on the first component's first node", "", "", 7, 0, 1, 0, 2, 2, HET("HET_GROUP_0=node[1-2]"), 0,
+     0, "SLURM_PROCID=0|SLURM_NODEID=0|SLURM_GTIDS=0,1|SLURMD_NODENAME=node2", NULL,
+     "rank 0 of heterogeneous step 7.0 runs on node2, not on node1&export MASTER_ADDR", NULL},
+    {"het: inside a homogeneous allocation", "", "", 7, 0, 1, 0, 3, 3, HET("X=y"), 0, 0, "", NULL,
+     "inside a homogeneous allocation&export MASTER_ADDR", NULL},
+    {"het: inside a homogeneous allocation, MASTER_ADDR exported", "", "", 7, 0, 1, 0, 3, 3,
+     HET("X=y") "|MASTER_ADDR=head", 2, 2, "SLURM_PROCID=2|SLURM_NODEID=0|SLURM_GTIDS=0,1,2",
+     RANKVARS("2", "5", "2", "3", "0", "2") "|MASTER_ADDR=head", NULL, NULL},
+    {"het: arbitrary order caught", "", "", 8, 0, 1, 0, 3, 3, HET("HET_GROUP_0=node2"), 1, 1,
+     "SLURM_PROCID=0|SLURM_NODEID=1|SLURM_GTIDS=0,3,4", NULL, "node #1 is node 1&lowest rank is 0", NULL},
+    {"het: bad SLURM_PROCID", "", "", 8, 0, 1, 0, 3, 3, HET("HET_GROUP_0=node2"), 1, 1,
+     "SLURM_PROCID=5|SLURM_NODEID=1|SLURM_GTIDS=2,3,4", NULL, "SLURM_PROCID=\"5\"", NULL},
+    {"het: no step task count", "", "", 8, 0, 1, 0, 3, 3,
+     "SLURM_STEP_NUM_TASKS=5|SLURM_JOB_ID=7|SLURM_JOB_NODELIST_HET_GROUP_0=node2", 1, 1, "", NULL,
+     "Slurm set no SLURM_STEP_NUM_NODES", NULL},
 
     /* --- an srun inside a task (srun --pty bash, then srun): what dist-bind set
      *     for the enclosing step 7.0 is not the user's ------------------------- */
