@@ -505,6 +505,14 @@ static const struct row rows[] = {
      "ID|"
      "APPTAINERENV_DIST_BIND_STEP=7.0|-APPTAINERENV_SLURM_PROCID",
      NULL, NULL},
+    {"twins: the step's secret from srun", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
+     "APPTAINERENV_DIST_BIND_SECRET=00ff|APPTAINERENV_RANK=1", NULL, NULL},
+    {"twins: no secret without a plan", "off", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
+     "!", NULL, NULL},
+    {"twins: env mode, Slurm's lists kept", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "-CUDA_VISIBLE_DEVICES|APPTAINERENV_CUDA_VISIBLE_DEVICES=1|APPTAINERENV_GPU_DEVICE_ORDINAL=1|"
+     "APPTAINERENV_ROCR_VISIBLE_DEVICES=1|-APPTAINERENV_ZE_AFFINITY_MASK",
+     NULL, NULL},
     {"twins: isolate", "isolate", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("2"),
      "CUDA_VISIBLE_DEVICES=2|APPTAINERENV_CUDA_VISIBLE_DEVICES=2|APPTAINERENV_DIST_BIND_DEVICE=0", NULL, NULL},
     {"twins: one the user exported wins", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1,
