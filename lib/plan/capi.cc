@@ -122,6 +122,7 @@ int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_pl
             } else {
                 plan = db::plan_task(*np, *in);
             }
+            db::add_apptainer_twins(*in, plan);
             auto *p = new db_task_plan();
             static_cast<db::TaskPlan &>(*p) = std::move(plan);
             *out = p;

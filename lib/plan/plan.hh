@@ -97,6 +97,8 @@ struct NodeError : Error {
 
 NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
 TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
+// Adds APPTAINERENV_<NAME> for each variable `tp` sets or unsets (twins.cc).
+void add_apptainer_twins(const db_task_input &in, TaskPlan &tp);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);

@@ -34,6 +34,7 @@ Env Env::process() {
         if (!g_secret_var) g_secret_var = new std::string;
         *g_secret_var = std::string(kSecretVar) + "=" + v;
         unsetenv(kSecretVar);
+        unsetenv("APPTAINERENV_DIST_BIND_SECRET");  // dist-bind's copy for Apptainer (docs/usage.md)
     } else if (g_secret_var) {
         e.vars_.push_back(*g_secret_var);
     }

@@ -18,7 +18,7 @@ dir=$1 node=$2 n=$3
 
 host=$dir/hostdev
 mkdir -p "$host"
-mount --bind /dev "$host"
+mount --rbind /dev "$host" # with /dev/pts and /dev/shm, bound below
 mount -t tmpfs -o mode=0755,size=64k dist-bind-lab-dev /dev
 for f in null zero full random urandom tty ptmx; do
     : >"/dev/$f"

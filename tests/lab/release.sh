@@ -17,7 +17,8 @@
 # `unshare --propagation private` needs, and what runs there never changes
 # the cache), mounts /proc, binds /dev, /sys (recursively: slurmd 24.11
 # needs the cgroup mounts), /tmp (the labs' directories), this checkout and
-# /usr/local/cuda at their own paths, and chroots.  Everything mounted goes
+# /usr/local/cuda at their own paths, and pivot_roots into it (see
+# inside()).  Everything mounted goes
 # away with the command's last process.  Inside, DIST_BIND_IN_RELEASE is
 # the release.
 set -euo pipefail
@@ -124,7 +125,7 @@ cmd_root() {
 
 # Inside a private mount namespace: the root, under a throw-away layer, as
 # a mount point of its own; the machine's /proc, /dev, /sys, /tmp, this
-# checkout and CUDA at their own paths; then chroot.
+# checkout and CUDA at their own paths; then pivot_root.
 inside() {
     local root=$1 cwd=$2 top scratch; shift 2
     top=$root.top scratch=$root.scratch
@@ -149,7 +150,19 @@ inside() {
         mkdir -p "$top/usr/local/cuda"
         mount --bind /usr/local/cuda "$top/usr/local/cuda"
     fi
-    exec chroot "$top" /usr/bin/env -C "$cwd" DIST_BIND_IN_RELEASE="$REL" \
+    # pivot_root, not chroot: Apptainer's starter aborts in a chroot (it
+    # joins a mount namespace, finds another root there: "weak chrooted
+    # environment"), and the kernel refuses a chrooted process a user
+    # namespace.  The machine's root is then detached from this namespace.
+    # Where pivot_root cannot be had (this script run inside a chroot
+    # itself), chroot as before: only Apptainer's test notices.
+    local enter=(chroot "$top")
+    cd "$top"
+    if pivot_root . . 2>/dev/null; then
+        umount -l .
+        enter=()
+    fi
+    exec "${enter[@]}" /usr/bin/env -C "$cwd" DIST_BIND_IN_RELEASE="$REL" \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
 }
 

@@ -528,6 +528,33 @@ static const struct row rows[] = {
     {"nested, mode off: the user's MASTER_PORT kept", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
      "DIST_BIND_STEP=7.0|DIST_BIND_MASTER=node1:24000|MASTER_ADDR=node1|MASTER_PORT=31000|RANK=4",
      "~RANK|~MASTER_ADDR|-MASTER_PORT", NULL, NULL},
+    /* --- Apptainer's twins: APPTAINERENV_<NAME> for each variable set or unset ------ */
+    {"twins: seed rank1", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "APPTAINERENV_RANK=1|APPTAINERENV_WORLD_SIZE=5|APPTAINERENV_LOCAL_RANK=1|APPTAINERENV_MASTER_ADDR=node1|"
+     "APPTAINERENV_CUDA_VISIBLE_DEVICES=0,1,2|APPTAINERENV_DIST_BIND_DEVICE=1|APPTAINERENV_CUDA_DEVICE_ORDER=PCI_BUS_"
+     "ID|"
+     "APPTAINERENV_DIST_BIND_STEP=7.0|-APPTAINERENV_SLURM_PROCID",
+     NULL, NULL},
+    {"twins: the step's secret from srun", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
+     "APPTAINERENV_DIST_BIND_SECRET=00ff|APPTAINERENV_RANK=1", NULL, NULL},
+    {"twins: no secret without a plan", "off", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
+     "!", NULL, NULL},
+    {"twins: env mode, Slurm's lists kept", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
+     "-CUDA_VISIBLE_DEVICES|APPTAINERENV_CUDA_VISIBLE_DEVICES=1|APPTAINERENV_GPU_DEVICE_ORDINAL=1|"
+     "APPTAINERENV_ROCR_VISIBLE_DEVICES=1|-APPTAINERENV_ZE_AFFINITY_MASK",
+     NULL, NULL},
+    {"twins: isolate", "isolate", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("2"),
+     "CUDA_VISIBLE_DEVICES=2|APPTAINERENV_CUDA_VISIBLE_DEVICES=2|APPTAINERENV_DIST_BIND_DEVICE=0", NULL, NULL},
+    {"twins: one the user exported wins", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1,
+     TASK("1") "|APPTAINERENV_MASTER_PORT=31000", "RANK=1|APPTAINERENV_RANK=1|-APPTAINERENV_MASTER_PORT", NULL,
+     "APPTAINERENV_MASTER_PORT set by user wins"},
+    {"twins: an enclosing step's are replaced or dropped", "", "", 7, 1, 2, 0, 5, 3, STEP2("3,2") "|DIST_BIND_STEP=7.0",
+     1, 1, "DIST_BIND_STEP=7.0|DIST_BIND_DEVICE=1|APPTAINERENV_DIST_BIND_DEVICE=1|APPTAINERENV_RANK=4",
+     "RANK=1|APPTAINERENV_RANK=1|~DIST_BIND_DEVICE|~APPTAINERENV_DIST_BIND_DEVICE|APPTAINERENV_DIST_BIND_STEP=7.1",
+     NULL, NULL},
+    {"twins: mode off drops an enclosing step's", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
+     "DIST_BIND_STEP=7.0|RANK=4|APPTAINERENV_RANK=4|APPTAINERENV_DIST_BIND_STEP=7.0",
+     "~RANK|~APPTAINERENV_RANK|~APPTAINERENV_DIST_BIND_STEP", NULL, NULL},
     {"mode off, nothing inherited: nothing at all", "off", "", 7, 1, 2, 0, 5, 3, SEED_N1, 1, 1,
      TASK("1") "|RANK=9|MASTER_PORT=5", "!", NULL, NULL},
     /* --- launchers, one task per node (-N2 --ntasks-per-node=1 --gpus-per-node=3):

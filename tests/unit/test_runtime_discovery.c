@@ -212,18 +212,21 @@ START_TEST(secret_not_shown) {
 }
 END_TEST
 
-/* distbind_create takes DIST_BIND_SECRET out of the process's environment
- * (programs it starts do not inherit it), and later handles still have it. */
+/* distbind_create takes DIST_BIND_SECRET (and the plugin's Apptainer copy of
+ * it) out of the process's environment (programs it starts do not inherit
+ * it), and later handles still have it. */
 START_TEST(secret_leaves_environment) {
     char **env = make_env(PLUGIN);
     for (char **e = env; *e; e++) putenv(*e); /* the strings stay: the environment holds them */
     free(env);
     setenv("DIST_BIND_SECRET", SECRET, 1);
+    setenv("APPTAINERENV_DIST_BIND_SECRET", SECRET, 1);
     setenv("DIST_BIND_BOOTSTRAP", "tcp", 1);
     for (int round = 0; round < 2; round++) {
         distbind_t *db = NULL;
         ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
         ck_assert_msg(getenv("DIST_BIND_SECRET") == NULL, "round %d: still in the environment", round);
+        ck_assert_msg(getenv("APPTAINERENV_DIST_BIND_SECRET") == NULL, "round %d: its twin still there", round);
         /* It has the secret: the TCP bootstrap's next want is MASTER_ADDR. */
         ck_assert_int_eq(distbind_connect(db), DISTBIND_ERR_ENV);
         assert_contains_all("second handle", distbind_last_error(db), "MASTER_ADDR is not set");
