@@ -123,6 +123,12 @@ Row my_row(distbind_t *h) {
     put(r.uuid, sizeof r.uuid, info.uuid);
     put(r.gpu_msg, sizeof r.gpu_msg, info.message);
     set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS"));
+    char *changed = nullptr;
+    if (distbind_env_overwritten(&changed) == DISTBIND_OK)
+        put(r.overwritten, sizeof r.overwritten, cut(changed, sizeof r.overwritten));
+    else
+        put(r.overwritten, sizeof r.overwritten, cut(distbind_last_error(nullptr), sizeof r.overwritten));
+    free(changed);
     return r;
 }
 
@@ -167,6 +173,7 @@ std::string sanitize(Row &r, int index, int world) {
     text(r.uuid, sizeof r.uuid, "uuid");
     text(r.cpu_numa, sizeof r.cpu_numa, "cpu numa");
     text(r.gpu_msg, sizeof r.gpu_msg, "CUDA message");
+    text(r.overwritten, sizeof r.overwritten, "overwritten");
     auto number = [&](int32_t &v, int32_t lo, int32_t hi, const char *name, int32_t instead) {
         if (v >= lo && v <= hi) return;
         bad += (bad.empty() ? "" : "; ") + std::string(name) + " " + std::to_string(v) + " is not in " +

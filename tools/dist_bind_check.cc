@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "check.hh"
 
 namespace {
@@ -117,6 +119,18 @@ int main(int argc, char **argv) {
                                                            "communicator to bound its waits"
                                                      : "";
     setenv("NCCL_COMM_BLOCKING", "0", 1);
+
+    // Said by each task before anything else: with the variables replaced
+    // (a container plugin after dist-bind), the exchange may not even start.
+    char *changed = nullptr;
+    if (distbind_env_overwritten(&changed) == DISTBIND_OK && changed[0]) {
+        const char *procid = std::getenv("SLURM_PROCID");
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        std::fprintf(stderr, "dist-bind-check: task %s (%s): %s\n", procid ? procid : "?", host,
+                     overwritten_message(changed).c_str());
+    }
+    std::free(changed);
 
     distbind_t *h = nullptr;
     if (distbind_init(&h) != DISTBIND_OK) {

@@ -239,6 +239,12 @@ const char *db_task_plan_value(const db_task_plan *tp, size_t i);
 const char *db_task_plan_verbose(const db_task_plan *tp);
 void db_task_plan_free(db_task_plan *tp);
 
+/* The names whose value in `env` is not what the record (DIST_BIND_SET,
+ * which every task plan sets) says dist-bind left, comma-separated into
+ * `out` ("" when none): 0, or -1 with `err` set for a malformed record. */
+int db_set_record_mismatches(const char *record, const char *const *env, char *out, size_t outlen, char *err,
+                             size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -314,6 +314,8 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     plan_master(cfg, in, np);
     plan_gpus(in, np);
     plan_devices(in, np);
+    for (const char *name : kContainerWatched)
+        if (const char *v = env_get(in.env, name)) np.step_values.emplace_back(name, v);
     np.active = true;
     return np;
 }
