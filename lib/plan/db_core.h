@@ -179,6 +179,9 @@ typedef struct db_node_input {
      * its tasks), where lowest_rank_known; it checks NODE_RANK. */
     uint32_t lowest_rank;
     int lowest_rank_known;
+    /* Slurm before 23.02 writes an `srun --container` step's environment
+     * into the container before SPANK task_init (set from slurm.h). */
+    int container_env_early;
 } db_node_input;
 
 /* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes

@@ -31,6 +31,8 @@ struct row {
  * reads with S_JOB_LOCAL_TO_GLOBAL_ID (not known without it). */
 #define LOWEST_RANK "TEST_LOWEST_RANK"
 #define LOWEST(r) "|" LOWEST_RANK "=" #r
+/* In a row's step environment: the glue's container_env_early (Slurm < 23.02). */
+#define EARLY "TEST_CONTAINER_EARLY=1"
 #define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
     "RANK=" r "|WORLD_SIZE=" ws "|LOCAL_RANK=" l "|LOCAL_WORLD_SIZE=" lws "|NODE_RANK=" n "|GROUP_RANK=" n \
     "|GROUP_WORLD_SIZE=" nn
@@ -480,6 +482,16 @@ static const struct row rows[] = {
      RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_DEVICE=1", NULL,
      "a plugin that ran before dist-bind in task_init changed WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
      "(a container plugin"},
+    /* srun --container: Slurm before 23.02 (EARLY: the glue's
+     * container_env_early) writes the container's environment before
+     * task_init; verbose says nothing reaches the program.  Later releases:
+     * no such note. */
+    {"srun --container on Slurm 22.05", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_CONTAINER=/b|" EARLY, 1, 1,
+     TASK("1"), "RANK=1", NULL,
+     "srun --container=/b: this Slurm (before 23.02) writes the container's environment "
+     "before SPANK task_init, so none of dist-bind's variables"},
+    {"srun --container on Slurm 23.02+", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_CONTAINER=/b", 1, 1,
+     TASK("1"), "RANK=1", NULL, "device=1 mode=rank"},
     {"a user's LOCAL_RANK is no container's", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|LOCAL_RANK=9", 1, 1,
      TASK("1") "|LOCAL_RANK=9", "LOCAL_RANK=1", NULL, "device=1"},
     {"garbage task GPU list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, "CUDA_VISIBLE_DEVICES=zero", NULL,
@@ -554,9 +566,10 @@ START_TEST(plan_row) {
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
     db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv,
-                        0,      0};
+                        0,      0,       0};
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
 
+    if (r->step_env && strstr(r->step_env, EARLY)) ni.container_env_early = 1;
     if (r->step_env && strstr(r->step_env, LOWEST_RANK "=")) {
         ni.lowest_rank = (uint32_t)strtoul(strstr(r->step_env, LOWEST_RANK "=") + strlen(LOWEST_RANK "="), NULL, 10);
         ni.lowest_rank_known = 1;
@@ -635,7 +648,7 @@ START_TEST(hashed_ports) {
     char seen[64][8];
     ck_assert(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0);
     for (uint32_t step = 0; step < 10; step++) {
-        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0};
+        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
         db_task_input ti = {0, 0, (const char *const *)tenv};
         db_node_plan *np;
         db_task_plan *tp;
@@ -676,7 +689,7 @@ START_TEST(node_wide_errors) {
         db_task_plan *tp = NULL;
         int nt = c == 1 ? 2 : 5, local = c == 1 ? 2 : 3;
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0};
+        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0, 0};
         db_task_input ti = {1, 1, (const char *const *)tenv};
         ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "case %zu: %s", c, err);
         int rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
@@ -698,7 +711,7 @@ START_TEST(set_record) {
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
     ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0};
+    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
     db_task_input ti = {1, 1, (const char *const *)tenv};
     ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
     ck_assert_msg(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0, "%s", err);
