@@ -43,7 +43,7 @@ install-plugin: $(PLUGIN)
 	install -d $(DESTDIR)$(SLURM_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_dist_bind.so
 	sed 's|@PLUGINDIR@|$(SLURM_PLUGINDIR)|' packaging/plugstack.d-dist-bind.conf \
-	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
-	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/dist-bind.conf
+	    >$(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/zz-dist-bind.conf
+	chmod 0644 $(DESTDIR)$(SYSCONFDIR)/slurm/plugstack.conf.d/zz-dist-bind.conf
 	install -d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 packaging/cli_filter/cli_filter.lua $(DESTDIR)$(DOCDIR)/examples/cli_filter.lua

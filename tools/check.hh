@@ -40,6 +40,7 @@ struct Row {
     char uuid[48];  // CUDA's UUID of the device, "" when unknown
     char cpu_numa[32];
     char gpu_msg[400];
+    char overwritten[160];  // what changed what dist-bind set (distbind_env_overwritten), "" when nothing
 };
 
 // Copy into a fixed field, cut to fit, always terminated.
@@ -76,6 +77,8 @@ std::string sanitize(Row &r, int index, int world);
 // The GPU a rank's device ordinal names, as Slurm names it: entry `device`
 // of its CUDA_VISIBLE_DEVICES ("" when that list is unset or too short).
 inline std::string slurm_gpu(const Row &r) { return r.gpu; }
+// The finding for variables something changed after dist-bind set them.
+std::string overwritten_message(const std::string &names);
 // Rank 0's verdict on the step (check_judge.cc); rows are sanitized first.
 Verdict judge(std::vector<Row> &rows);
 

@@ -27,6 +27,7 @@ void judge_places(const std::vector<Row> &rows, Verdict &v) {
             v.problem(r.rank, "LOCAL",
                       who(r) + ": local rank " + std::to_string(r.local_rank) +
                           " but SLURM_LOCALID=" + std::to_string(r.slurm_localid));
+        if (r.overwritten[0]) v.problem(r.rank, "OVERWRITTEN", who(r) + ": " + overwritten_message(r.overwritten));
         if (std::strcmp(r.master, rows[0].master) != 0)
             v.problem(r.rank, "MASTER",
                       who(r) + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
@@ -144,6 +145,12 @@ void judge_cuda(const std::vector<Row> &rows, Verdict &v) {
 }
 
 }  // namespace
+
+std::string overwritten_message(const std::string &names) {
+    return "not what dist-bind set: " + names +
+           " (something after dist-bind changed them, e.g. a container plugin listed after dist-bind in "
+           "plugstack.conf: list dist-bind after it, see docs/containers.md)";
+}
 
 Verdict judge(std::vector<Row> &rows) {
     Verdict v;

@@ -134,6 +134,16 @@ Row my_row(distbind_t *h) {
         own = i < v.size() ? std::string(v[i]) : std::string();
     }
     set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS") ? own.c_str() : nullptr);
+    // A launcher's re-ranked worker has RANK, LOCAL_RANK, ... of its own:
+    // that is the launcher's doing, not a container plugin's.
+    char *changed = nullptr;
+    if (relaunched)
+        put(r.overwritten, sizeof r.overwritten, "");
+    else if (distbind_env_overwritten(&changed) == DISTBIND_OK)
+        put(r.overwritten, sizeof r.overwritten, cut(changed, sizeof r.overwritten));
+    else
+        put(r.overwritten, sizeof r.overwritten, cut(distbind_last_error(nullptr), sizeof r.overwritten));
+    free(changed);
     return r;
 }
 
@@ -178,6 +188,7 @@ std::string sanitize(Row &r, int index, int world) {
     text(r.uuid, sizeof r.uuid, "uuid");
     text(r.cpu_numa, sizeof r.cpu_numa, "cpu numa");
     text(r.gpu_msg, sizeof r.gpu_msg, "CUDA message");
+    text(r.overwritten, sizeof r.overwritten, "overwritten");
     auto number = [&](int32_t &v, int32_t lo, int32_t hi, const char *name, int32_t instead) {
         if (v >= lo && v <= hi) return;
         bad += (bad.empty() ? "" : "; ") + std::string(name) + " " + std::to_string(v) + " is not in " +

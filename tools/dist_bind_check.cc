@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "check.hh"
 
 namespace {
@@ -117,6 +119,37 @@ int main(int argc, char **argv) {
                                                            "communicator to bound its waits"
                                                      : "";
     setenv("NCCL_COMM_BLOCKING", "0", 1);
+
+    // Said by each task before anything else: with the variables replaced
+    // (a container plugin after dist-bind), the exchange may not even start.
+    char *changed = nullptr;
+    if (distbind_env_overwritten(&changed) == DISTBIND_OK && changed[0]) {
+        const char *procid = std::getenv("SLURM_PROCID");
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        std::fprintf(stderr, "dist-bind-check: task %s (%s): %s\n", procid ? procid : "?", host,
+                     overwritten_message(changed).c_str());
+    }
+    std::free(changed);
+    // srun leaves hints for the plugin, which takes them out in each task's
+    // task_init: with a hint here and no record, what the plugin set in
+    // task_init never reached this program (srun --container on Slurm
+    // before 23.02 writes the container's environment before task_init).
+    if (!std::getenv("DIST_BIND_SET") && (std::getenv("DIST_BIND_NODE_RANKS") || std::getenv("DIST_BIND_RANK0_ADDR") ||
+                                          std::getenv("DIST_BIND_SRUN_DEVICES"))) {
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        std::fprintf(stderr,
+                     "dist-bind-check: PROBLEM: %s: dist-bind's variables are missing here although srun ran with "
+                     "--dist-bind (srun's hints reached this program, the plugin's task_init did not)%s; see "
+                     "docs/containers.md\n",
+                     host,
+                     std::getenv("SLURM_CONTAINER")
+                         ? ": with srun --container, Slurm before 23.02 writes the container's environment before "
+                           "SPANK task_init"
+                         : "");
+        return kProblems;
+    }
 
     distbind_t *h = nullptr;
     if (distbind_init(&h) != DISTBIND_OK) {

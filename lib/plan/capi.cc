@@ -7,6 +7,7 @@
 #include "guard.hh"
 #include "options.hh"
 #include "plan.hh"
+#include "record.hh"
 #include "text.hh"
 
 using db::guarded;
@@ -152,5 +153,10 @@ const char *db_task_plan_verbose(const db_task_plan *tp) {
 }
 
 void db_task_plan_free(db_task_plan *tp) { delete tp; }
+
+int db_set_record_mismatches(const char *record, const char *const *env, char *out, size_t outlen, char *err,
+                             size_t errlen) {
+    return guarded(err, errlen, [&] { db::copy_out(db::join(db::record_mismatches(record, env)), out, outlen); });
+}
 
 }  // extern "C"

@@ -179,6 +179,9 @@ typedef struct db_node_input {
      * its tasks), where lowest_rank_known; it checks NODE_RANK. */
     uint32_t lowest_rank;
     int lowest_rank_known;
+    /* Slurm before 23.02 writes an `srun --container` step's environment
+     * into the container before SPANK task_init (set from slurm.h). */
+    int container_env_early;
 } db_node_input;
 
 /* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes
@@ -238,6 +241,12 @@ const char *db_task_plan_value(const db_task_plan *tp, size_t i);
 /* The verbose line (without trailing newline), or NULL when not verbose. */
 const char *db_task_plan_verbose(const db_task_plan *tp);
 void db_task_plan_free(db_task_plan *tp);
+
+/* The names whose value in `env` is not what the record (DIST_BIND_SET,
+ * which every task plan sets) says dist-bind left, comma-separated into
+ * `out` ("" when none): 0, or -1 with `err` set for a malformed record. */
+int db_set_record_mismatches(const char *record, const char *const *env, char *out, size_t outlen, char *err,
+                             size_t errlen);
 
 #ifdef __cplusplus
 }

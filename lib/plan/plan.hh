@@ -81,7 +81,21 @@ struct NodePlan {
     Closest closest;  // closest mode only
 
     std::vector<std::string> notes;  // for the verbose line
+
+    // The variables dist-bind sets, as the step's environment had them at
+    // user_init (absent names are not listed).  A task whose
+    // value differs at task_init had it changed by a plugin that ran before
+    // dist-bind there: a container plugin (pyxis) copying the image's
+    // environment over the task's.
+    std::vector<std::pair<std::string, std::string>> step_values;
 };
+
+// The variables an image or a container hook sets and dist-bind sets too
+// (enroot's PyTorch hook: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK,
+// LOCAL_RANK): compared between user_init and task_init.
+constexpr const char *kContainerWatched[] = {"RANK",        "WORLD_SIZE",     "LOCAL_RANK",       "LOCAL_WORLD_SIZE",
+                                             "NODE_RANK",   "GROUP_RANK",     "GROUP_WORLD_SIZE", "MASTER_ADDR",
+                                             "MASTER_PORT", "DIST_BIND_MODE", "DIST_BIND_DEVICE", "DIST_BIND_GPUS"};
 
 struct TaskPlan {
     std::vector<std::pair<std::string, std::string>> set;

@@ -324,6 +324,13 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     plan_master(cfg, in, np);
     plan_gpus(in, np);
     plan_devices(in, np);
+    if (const char *bundle = env_get(in.env, "SLURM_CONTAINER"); bundle && in.container_env_early)
+        np.notes.push_back("srun --container=" + std::string(bundle) +
+                           ": this Slurm (before 23.02) writes the container's environment before SPANK task_init, "
+                           "so none of dist-bind's variables (nor Slurm's per-task ones) reach the program inside "
+                           "the container; Slurm 23.02 and later pass them");
+    for (const char *name : kContainerWatched)
+        if (const char *v = env_get(in.env, name)) np.step_values.emplace_back(name, v);
     np.active = true;
     return np;
 }

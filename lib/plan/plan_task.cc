@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "plan.hh"
+#include "record.hh"
 #include "text.hh"
 
 namespace db {
@@ -33,7 +34,8 @@ constexpr const char *kOwnVars[] = {"RANK",
                                     "PET_MASTER_ADDR",
                                     "PET_MASTER_PORT",
                                     "PET_RDZV_ENDPOINT",
-                                    "PET_RDZV_ID"};
+                                    "PET_RDZV_ID",
+                                    DB_SET_RECORD};
 
 // Position of each of `own` in `step`.
 std::vector<size_t> positions(const std::vector<std::string> &step, const std::vector<std::string> &own) {
@@ -105,11 +107,21 @@ class TaskGpus {
         if (!task_list_)
             notes_.push_back("Slurm set no " + primary.name +
                              " for this task: the lists are built from the step's GPUs on the node");
-        if (confined()) return keep_slurms_lists();
+        // Slurm never lists a GPU outside the step's: such a list was set
+        // by a plugin that ran before dist-bind in task_init (a container
+        // plugin copying an image's CUDA_VISIBLE_DEVICES).  It must not
+        // widen what the task is shown: as if Slurm had not bound the task.
         for (const std::string &g : mine_)
-            if (std::find(step_.begin(), step_.end(), g) == step_.end())
-                throw Error(quoted(primary.name, task_list_) + ": GPU " + g +
-                            " is not one of the step's GPUs on node " + np_.host + " (" + join(step_) + ")");
+            if (std::find(step_.begin(), step_.end(), g) == step_.end()) {
+                notes_.push_back(quoted(primary.name, task_list_) + " names GPU " + g +
+                                 ", not one of the step's GPUs on node " + np_.host + " (" + join(step_) +
+                                 "): not Slurm's (set by a plugin before dist-bind, e.g. a container image); "
+                                 "ignored, the task's GPUs come from the step's list");
+                mine_ = step_;
+                untrusted_ = true;
+                break;
+            }
+        if (confined()) return keep_slurms_lists();
         choose_own();
         choose_visible();
         write();
@@ -123,7 +135,7 @@ class TaskGpus {
     // never binds a node's only task (its list is the step's); from 25.11 it
     // does (--gpu-bind, --gpus-per-task), with a device cgroup of its own
     // under ConstrainDevices.
-    bool bound_per_task() const { return task_list_ && mine_ != step_; }
+    bool bound_per_task() const { return task_list_ && !untrusted_ && mine_ != step_; }
 
     // A task Slurm bound per task under a device cgroup can open only its
     // own GPUs, which Slurm numbers 0..k-1 (a list that is not, under
@@ -263,7 +275,7 @@ class TaskGpus {
     }
 
     void write() {
-        if (mode_ != DB_MODE_ENV) write_lists();
+        if (mode_ != DB_MODE_ENV || untrusted_) write_lists();
         set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         std::string device = std::to_string(device_);
         if (mode_ == DB_MODE_ENV && !task_list_) {
@@ -289,7 +301,8 @@ class TaskGpus {
             where("DIST_BIND_NICS", near_->nics);
         }
         gpus_shown = pick(np_.gpu_names, own_);
-        visible_shown = mode_ == DB_MODE_ENV ? (task_list_ ? task_list_ : "unset") : pick(step_, visible_);
+        visible_shown =
+            mode_ == DB_MODE_ENV && !untrusted_ ? (task_list_ ? task_list_ : "unset") : pick(step_, visible_);
         device_shown = device.empty() ? "none" : device;
     }
 
@@ -305,6 +318,7 @@ class TaskGpus {
     std::vector<size_t> own_, visible_;
     size_t device_ = 0;
     bool overflow_ = false;
+    bool untrusted_ = false;  // the task's list was not Slurm's
 };
 
 void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
@@ -342,6 +356,21 @@ void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
         if (ours || !env_get(in.env, p.first)) set(p.first, p.second);
 }
 
+// The variables dist-bind sets whose value changed between user_init and
+// this task's task_init (Slurm changes none of them there), "A, B".
+std::string changed_before(const NodePlan &np, const db_task_input &in) {
+    std::string out;
+    for (const char *name : kContainerWatched) {
+        const char *now = env_get(in.env, name);
+        const std::string *then = nullptr;
+        for (const auto &kv : np.step_values)
+            if (kv.first == name) then = &kv.second;
+        if ((now == nullptr) != (then == nullptr) || (now && *then != now))
+            out += (out.empty() ? "" : ", ") + std::string(name);
+    }
+    return out;
+}
+
 }  // namespace
 
 TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
@@ -374,6 +403,11 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
         gpus = g.gpus_shown, visible = g.visible_shown, device = g.device_shown;
     }
     drop_inherited(np, in, tp);
+    if (std::string changed = changed_before(np, in); !changed.empty())
+        notes.push_back("a plugin that ran before dist-bind in task_init changed " + changed +
+                        " (a container plugin such as pyxis copying the image's environment): dist-bind's values "
+                        "replace them");
+    tp.set.emplace_back(DB_SET_RECORD, set_record(tp.set, tp.unset));
 
     if (np.req.verbose) {
         tp.verbose = "dist-bind: rank=" + std::to_string(in.global_rank) + "/" + std::to_string(np.ntasks) +

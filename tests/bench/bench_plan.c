@@ -153,7 +153,7 @@ int main(void) {
     for (int run = 0; run < RUNS; run++) {
         for (int t = 0; t < TASKS; t++) task_n[t] = base_env(task_env[t], t);
         double t0 = now_ns();
-        db_node_input ni = {123456, 0, 2, 0, 16, TASKS, (const char *const *)step_env, 0, 0};
+        db_node_input ni = {123456, 0, 2, 0, 16, TASKS, (const char *const *)step_env, 0, 0, 0};
         db_node_plan *np;
         if (db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) != 0) {
             fprintf(stderr, "node plan: %s\n", err);

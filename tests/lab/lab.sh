@@ -5,7 +5,7 @@
 #
 #   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
 #               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types]
-#               [--stepmgr]
+#               [--stepmgr] [--oci]
 #               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
@@ -17,6 +17,9 @@
 #                  --gpu-types: half the GPUs of type a100, half v100;
 #                  --stepmgr: steps managed on the job's first node (24.05+;
 #                  what srun --async needs);
+#                  --oci: oci.conf for srun --container BUNDLE, with crun
+#                  (its state in DIR/crun; each node's namespace hides the
+#                  cgroup v2 hierarchy, as crun refuses hybrid cgroups);
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
@@ -183,7 +186,7 @@ cmd_down() {
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0 stepmgr=0
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0 stepmgr=0 oci=0
     while [ $# -gt 0 ]; do
         case $1 in
             --cgroup) cgroup=1; shift ;;
@@ -197,6 +200,7 @@ cmd_up() {
             --gpu-uuids) uuids=1; shift ;;
             --gpu-types) types=1; shift ;;
             --stepmgr) stepmgr=1; shift ;;
+            --oci) oci=1; shift ;;
             *) die "unknown argument $1" ;;
         esac
     done
@@ -332,6 +336,20 @@ CONF
     else
         : >"$d/plugstack.conf"
     fi
+    if [ "$oci" = 1 ]; then
+        # srun --container: Slurm reads oci.conf next to slurm.conf and runs
+        # the task through crun.  crun keeps its state in the lab; it joins
+        # no cgroup (the lab's tasks stay where Slurm put them).
+        command -v crun >/dev/null || die "--oci needs crun"
+        mkdir -p "$d/crun"
+        local crun="crun --root=$d/crun"
+        cat >"$d/oci.conf" <<CONF
+RunTimeQuery="$crun state %n.%u.%j.%s.%t"
+RunTimeKill="$crun kill -a %n.%u.%j.%s.%t"
+RunTimeDelete="$crun delete --force %n.%u.%j.%s.%t"
+RunTimeRun="$crun --cgroup-manager=disabled run --bundle %b %n.%u.%j.%s.%t"
+CONF
+    fi
     printf '127.0.0.1 localhost\n127.0.0.2 node1\n127.0.0.3 node2\n' >"$d/hosts"
     printf 'export SLURM_CONF=%s/slurm.conf\n' "$d" >"$d/env"
 
@@ -346,6 +364,9 @@ CONF
         # read-only directories (slurmd then logs "controller not found").
         binds="$HIDE_CGROUPS"
         [ "$uuids" = 1 ] && binds+="'$HERE/fake_nvidia.sh' '$d/$n' ${n#node} $gpus && "
+        # crun stops with "cgroups in hybrid mode not supported" when the
+        # v2 hierarchy (cgroup/unified) has controllers, as here.
+        [ "$oci" = 1 ] && binds+="{ [ ! -d /sys/fs/cgroup/unified ] || mount -t tmpfs -o ro,size=4k,mode=0555 dist-bind-lab-hidden /sys/fs/cgroup/unified; } && "
         if [ "$cgroup" = 1 ]; then
             for c in $CGROUP_CONTROLLERS; do
                 binds+="mount --bind '$(cgroup_dir "$d" "$c" "$n")' /sys/fs/cgroup/$c && "

@@ -105,7 +105,7 @@ def lab_config():
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
                  cli_filter=None, tree_first=None, slurmd_debug=None, gpu_uuids=False, gpu_types=False,
-                 stepmgr=False):
+                 stepmgr=False, oci=False):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -125,6 +125,7 @@ class Lab:
         self.gpu_uuids = gpu_uuids  # GPUs by gpu/nvidia AutoDetect, listed by UUID (lab.sh --gpu-uuids)
         self.gpu_types = gpu_types  # half the GPUs a100, half v100 (lab.sh --gpu-types)
         self.stepmgr = stepmgr  # SlurmctldParameters=enable_stepmgr (srun --async needs it)
+        self.oci = oci  # oci.conf with crun: srun --container (lab.sh --oci)
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
@@ -163,6 +164,8 @@ class Lab:
             cmd.append("--gpu-types")
         if self.stepmgr:
             cmd.append("--stepmgr")
+        if self.oci:
+            cmd.append("--oci")
         print("(lab: %s%s)" % (" ".join(sorted(self.config)), ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
         if self.sanitize_dir:

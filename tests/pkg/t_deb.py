@@ -45,7 +45,7 @@ if not all(len(v) == 1 for v in debs.values()):
 
 contents = {p: run(["dpkg-deb", "-c", debs[p][0]]).stdout for p in PKGS}
 for pkg, path in (("slurm-spank-dist-bind", "." + PLUGIN), ("slurm-spank-dist-bind", "./usr/bin/dist-bind-check"),
-                  ("slurm-spank-dist-bind", "./etc/slurm/plugstack.conf.d/dist-bind.conf"),
+                  ("slurm-spank-dist-bind", "./etc/slurm/plugstack.conf.d/zz-dist-bind.conf"),
                   ("slurm-spank-dist-bind", "./usr/share/man/man8/dist-bind.8.gz"),
                   ("slurm-spank-dist-bind", "./usr/share/man/man1/dist-bind-check.1.gz"),
                   ("libdistbind1", "./usr/lib/%s/libdistbind.so.1" % MULTIARCH),

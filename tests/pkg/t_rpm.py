@@ -28,7 +28,7 @@ if main and devel:
     print("\n".join(files + dfiles))
     libdir = "/usr/lib64" if any(f.startswith("/usr/lib64/") for f in files) else "/usr/lib"
     for f in ("%s/slurm/spank_dist_bind.so" % libdir, "%s/libdistbind.so.1" % libdir, "/usr/bin/dist-bind-check",
-              "/etc/slurm/plugstack.conf.d/dist-bind.conf", "/usr/share/man/man8/dist-bind.8",
+              "/etc/slurm/plugstack.conf.d/zz-dist-bind.conf", "/usr/share/man/man8/dist-bind.8",
               "/usr/share/man/man1/dist-bind-check.1"):
         t.ok(any(x.startswith(f) for x in files), "dist-bind RPM lists " + f)
     for f in ("/usr/include/distbind.h", "/usr/include/distbind_version.h", "%s/pkgconfig/distbind.pc" % libdir, "%s/libdistbind.so" % libdir,

@@ -6,7 +6,8 @@
 // end, 2 a GPU status that is none, 3 a rank that is not its place; 4 a
 // GPU UUID of its own, 5 one GPU UUID for all; 6 before the row is made: a
 // worker a launcher re-ranked under an srun --dist-bind task, torchrun-like:
-// DIST_BIND_TASK names the agent's place, SLURM_PROCID is the agent's).
+// DIST_BIND_TASK names the agent's place, SLURM_PROCID is the agent's;
+// 7 variables changed after dist-bind).
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -60,6 +61,7 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         if (corrupt && corrupt[i] == 3) r.rank = 7;
         if (corrupt && corrupt[i] == 4) dbcheck::put(r.uuid, sizeof r.uuid, "GPU-0000000" + std::to_string(i));
         if (corrupt && corrupt[i] == 5) dbcheck::put(r.uuid, sizeof r.uuid, "GPU-00000000");
+        if (corrupt && corrupt[i] == 7) dbcheck::put(r.overwritten, sizeof r.overwritten, "LOCAL_RANK,MASTER_PORT");
         rows.push_back(r);
     }
     unsetenv("CUDA_VISIBLE_DEVICES");

@@ -103,6 +103,17 @@ static const struct rows_case cases[] = {
      "ranks 0 and 1 would both use GPU GPU-00000000",
      {2, 3},
      {5, 5}},
+    /* Rank 1's environment no longer has what dist-bind set (a container
+     * plugin after it): flagged, the finding names the variables. */
+    {2,
+     {"0,1", "1,0"},
+     {"0", "1"},
+     {0, 0},
+     "0;1",
+     "ok;OVERWRITTEN",
+     "rank 1 (&not what dist-bind set: LOCAL_RANK,MASTER_PORT (something after dist-bind changed them",
+     {3, 3},
+     {0, 7}},
     {2,
      {"0", "0"},
      {"0", "0"},

@@ -36,6 +36,8 @@ struct row {
  * reads with S_JOB_LOCAL_TO_GLOBAL_ID (not known without it). */
 #define LOWEST_RANK "TEST_LOWEST_RANK"
 #define LOWEST(r) "|" LOWEST_RANK "=" #r
+/* In a row's step environment: the glue's container_env_early (Slurm < 23.02). */
+#define EARLY "TEST_CONTAINER_EARLY=1"
 #define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
     "RANK=" r "|WORLD_SIZE=" ws "|LOCAL_RANK=" l "|LOCAL_WORLD_SIZE=" lws "|NODE_RANK=" n "|GROUP_RANK=" n \
     "|GROUP_WORLD_SIZE=" nn
@@ -468,8 +470,35 @@ static const struct row rows[] = {
      TASK("0"), NULL, "CUDA_VISIBLE_DEVICES=\"\"&empty", NULL},
     {"empty GPU entry", "", "", 7, 0, 2, 0, 5, 3, STEP2("3,2") "|SLURM_STEP_GPUS=0,1|CUDA_VISIBLE_DEVICES=0,,1", 0, 0,
      TASK("0"), NULL, "CUDA_VISIBLE_DEVICES&empty entry", NULL},
-    {"unknown GPU in task", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, TASK("7"), NULL,
-     "CUDA_VISIBLE_DEVICES=\"7\"&GPU 7 is not one of the step's GPUs on node node1 (0,1,2)", NULL},
+    /* A list naming a GPU outside the step's is not Slurm's (a container
+     * plugin before dist-bind copied an image's): never shown, the task's
+     * GPUs come from the step's list, in every mode. */
+    {"unknown GPU in task", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("0,1,2,3"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1|GPU_DEVICE_ORDINAL=0,1,2", NULL,
+     "CUDA_VISIBLE_DEVICES=\"0,1,2,3\" names GPU 3, not one of the step's GPUs on node node1 (0,1,2)&ignored"},
+    {"unknown GPU in task, isolate", "isolate", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("7"),
+     "CUDA_VISIBLE_DEVICES=2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2", NULL, NULL},
+    {"unknown GPU in task, env mode: the step's list", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 2, 2, TASK("0,1,2,3"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=2", NULL, NULL},
+    /* A container plugin before dist-bind (pyxis with an image setting
+     * them, enroot's PyTorch hook): dist-bind's values win, verbose says so. */
+    {"container plugin before dist-bind", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1,
+     TASK("1") "|LOCAL_RANK=0|MASTER_PORT=61234|MASTER_ADDR=node1|WORLD_SIZE=5",
+     RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_DEVICE=1", NULL,
+     "a plugin that ran before dist-bind in task_init changed WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
+     "(a container plugin"},
+    /* srun --container: Slurm before 23.02 (EARLY: the glue's
+     * container_env_early) writes the container's environment before
+     * task_init; verbose says nothing reaches the program.  Later releases:
+     * no such note. */
+    {"srun --container on Slurm 22.05", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_CONTAINER=/b|" EARLY, 1, 1,
+     TASK("1"), "RANK=1", NULL,
+     "srun --container=/b: this Slurm (before 23.02) writes the container's environment "
+     "before SPANK task_init, so none of dist-bind's variables"},
+    {"srun --container on Slurm 23.02+", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|SLURM_CONTAINER=/b", 1, 1,
+     TASK("1"), "RANK=1", NULL, "device=1 mode=rank"},
+    {"a user's LOCAL_RANK is no container's", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|LOCAL_RANK=9", 1, 1,
+     TASK("1") "|LOCAL_RANK=9", "LOCAL_RANK=1", NULL, "device=1"},
     {"garbage task GPU list", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 0, 0, "CUDA_VISIBLE_DEVICES=zero", NULL,
      "CUDA_VISIBLE_DEVICES=\"zero\"", NULL},
     {"a list Slurm did not set is left alone", "verbose", "", 7, 0, 2, 0, 5, 3,
@@ -622,9 +651,10 @@ START_TEST(plan_row) {
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
     db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv,
-                        0,      0};
+                        0,      0,       0};
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
 
+    if (r->step_env && strstr(r->step_env, EARLY)) ni.container_env_early = 1;
     if (r->step_env && strstr(r->step_env, LOWEST_RANK "=")) {
         ni.lowest_rank = (uint32_t)strtoul(strstr(r->step_env, LOWEST_RANK "=") + strlen(LOWEST_RANK "="), NULL, 10);
         ni.lowest_rank_known = 1;
@@ -703,7 +733,7 @@ START_TEST(hashed_ports) {
     char seen[64][8];
     ck_assert(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0);
     for (uint32_t step = 0; step < 10; step++) {
-        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0};
+        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
         db_task_input ti = {0, 0, (const char *const *)tenv};
         db_node_plan *np;
         db_task_plan *tp;
@@ -734,7 +764,7 @@ START_TEST(node_wide_errors) {
     } cases[] = {
         {CG_N1, CG_TASK("0", "0"), DB_ERR_NODE}, /* confined */
         {"SLURM_STEP_NODELIST=node1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2"), TASK("1,2"), DB_ERR_NODE}, /* k */
-        {SEED_N1, TASK("7"), -1}, /* one task's list */
+        {SEED_N1, TASK("0,x"), -1}, /* one task's list */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char err[DB_ERRLEN], **senv = make_env(cases[c].step_env), **tenv = make_env(cases[c].task_env);
@@ -744,7 +774,7 @@ START_TEST(node_wide_errors) {
         db_task_plan *tp = NULL;
         int nt = c == 1 ? 2 : 5, local = c == 1 ? 2 : 3;
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0};
+        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0, 0};
         db_task_input ti = {1, 1, (const char *const *)tenv};
         ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "case %zu: %s", c, err);
         int rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
@@ -757,12 +787,59 @@ START_TEST(node_wide_errors) {
 }
 END_TEST
 
+/* DIST_BIND_SET: the program's environment as the task plan left it
+ * matches the record; a variable changed or dropped after it is named. */
+START_TEST(set_record) {
+    char err[DB_ERRLEN] = "", out[512], **senv = make_env(SEED_N1), **tenv = make_env(TASK("1"));
+    db_config cfg;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    db_node_plan *np = NULL;
+    db_task_plan *tp = NULL;
+    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
+    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
+    db_task_input ti = {1, 1, (const char *const *)tenv};
+    ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
+    ck_assert_msg(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0, "%s", err);
+    /* The program's environment: what the plan set (and nothing it unset). */
+    const char *env[64] = {NULL}, *record = NULL;
+    char buf[64][256];
+    size_t n = 0;
+    for (size_t i = 0; i < db_task_plan_count(tp) && n < 60; i++) {
+        if (!db_task_plan_value(tp, i)) continue;
+        snprintf(buf[n], sizeof buf[n], "%s=%s", db_task_plan_name(tp, i), db_task_plan_value(tp, i));
+        if (strcmp(db_task_plan_name(tp, i), "DIST_BIND_SET") == 0) record = db_task_plan_value(tp, i);
+        env[n] = buf[n];
+        n++;
+    }
+    ck_assert_msg(record != NULL, "the task plan sets DIST_BIND_SET");
+    ck_assert(db_set_record_mismatches(record, env, out, sizeof out, err, sizeof err) == 0);
+    ck_assert_msg(strcmp(out, "") == 0, "nothing changed, got \"%s\"", out);
+    /* An image's LOCAL_RANK and MASTER_PORT copied over the task's after dist-bind. */
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(buf[i], "LOCAL_RANK=", 11) == 0) snprintf(buf[i], sizeof buf[i], "LOCAL_RANK=0");
+        if (strncmp(buf[i], "MASTER_PORT=", 12) == 0) snprintf(buf[i], sizeof buf[i], "MASTER_PORT=61234");
+        if (strncmp(buf[i], "DIST_BIND_DEVICE=", 17) == 0) env[i] = "UNRELATED=1"; /* dropped */
+    }
+    ck_assert(db_set_record_mismatches(record, env, out, sizeof out, err, sizeof err) == 0);
+    ck_assert_msg(strcmp(out, "LOCAL_RANK,MASTER_PORT,DIST_BIND_DEVICE") == 0, "got \"%s\"", out);
+    /* Names only, in the record's order; a malformed record is one error. */
+    ck_assert(db_set_record_mismatches("RANK=1", env, out, sizeof out, err, sizeof err) == -1);
+    assert_contains_all("malformed record", err, "DIST_BIND_SET=\"RANK=1\"&is not NAME:HASH");
+    ck_assert(db_set_record_mismatches(NULL, env, out, sizeof out, err, sizeof err) == 0 && out[0] == '\0');
+    db_task_plan_free(tp);
+    db_node_plan_free(np);
+    free_env(senv);
+    free_env(tenv);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("rows");
     tcase_add_loop_test(tc, plan_row, 0, (int)(sizeof rows / sizeof rows[0]));
     tcase_add_test(tc, hashed_ports);
     tcase_add_test(tc, node_wide_errors);
+    tcase_add_test(tc, set_record);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -87,7 +87,7 @@ START_TEST(generated_layouts) {
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request req = {isolate ? DB_MODE_ISOLATE : DB_MODE_RANK, 0, 0, 0};
         db_node_input ni = {1, 0, 2, 0, (uint32_t)ntasks_node + 1, (uint32_t)ntasks_node, (const char *const *)senv,
-                            0, 0};
+                            0, 0, 0};
         db_task_input ti = {(uint32_t)local, (uint32_t)local, (const char *const *)tenv};
         db_node_plan *np = NULL;
         db_task_plan *tp = NULL;
@@ -165,9 +165,16 @@ START_TEST(garbage_never_crashes) {
         snprintf(tenv_s, sizeof tenv_s, "CUDA_VISIBLE_DEVICES=%s", d);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request rq = {DB_MODE_RANK + (int)(next() % 4), (int)(next() % 2), (int)(next() % 2), 0};
-        db_node_input ni = {
-            next(), next() % 3, 1 + next() % 4, next() % 4, 1 + next() % 16, 1 + next() % 8, (const char *const *)senv,
-            0,      0};
+        db_node_input ni = {next(),
+                            next() % 3,
+                            1 + next() % 4,
+                            next() % 4,
+                            1 + next() % 16,
+                            1 + next() % 8,
+                            (const char *const *)senv,
+                            0,
+                            0,
+                            0};
         db_task_input ti = {next() % 16, next() % 8, (const char *const *)tenv};
         db_node_plan *np = NULL;
         db_task_plan *tp = NULL;

@@ -143,7 +143,7 @@ START_TEST(closest_row) {
     db_request opt, eff;
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
-    db_node_input ni = {7, 0, 1, 0, r->ntasks, r->local_ntasks, (const char *const *)senv, 0, 0};
+    db_node_input ni = {7, 0, 1, 0, r->ntasks, r->local_ntasks, (const char *const *)senv, 0, 0, 0};
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
     struct parsed p;
     int rc;
@@ -201,7 +201,7 @@ START_TEST(gpu_ids) {
     db_config cfg;
     db_request eff = {DB_MODE_CLOSEST, 0, 0, 0};
     db_node_plan *np = NULL;
-    db_node_input ni = {7, 0, 1, 0, 2, 2, (const char *const *)senv, 0, 0};
+    db_node_input ni = {7, 0, 1, 0, 2, 2, (const char *const *)senv, 0, 0, 0};
     ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
     ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
     ck_assert_uint_eq(db_node_plan_gpu_count(np), 2);

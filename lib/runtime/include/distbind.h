@@ -311,6 +311,16 @@ typedef struct distbind_plan_args {
  * DISTBIND_ERR_INTERNAL when memory runs out. */
 DISTBIND_API distbind_status distbind_plan_dry_run(const distbind_plan_args *args, char **text);
 
+/* NOT collective, no handle.  The variables dist-bind's plugin set in this
+ * task (it records them in DIST_BIND_SET) whose value in this process's
+ * environment is no longer the one it set: something that ran after the
+ * plugin changed them, e.g. a container plugin (pyxis) later in
+ * plugstack.conf copying an image's environment over the task's.  *names
+ * (free() it): the names, comma-separated, "" when none or when the plugin
+ * recorded nothing.  DISTBIND_ERR_ENV for a malformed DIST_BIND_SET,
+ * DISTBIND_ERR_ARG for names NULL. */
+DISTBIND_API distbind_status distbind_env_overwritten(char **names);
+
 /* --- errors and diagnostics -------------------------------------------------- */
 
 /* The message of the last failed call on h, or, with h NULL, of the last
