@@ -3,7 +3,7 @@
 // and an image's %environment overrides it; APPTAINERENV_<NAME> arrives as
 // <NAME> in every one of those cases and wins over %environment (Apptainer
 // 1.4.5: internal/pkg/util/env/create.go, action_script.sh; measured by
-// tests/lab/t_apptainer.py, docs/containers-apptainer.md).  So every
+// tests/lab/t_apptainer.py, docs/containers.md#apptainer).  So every
 // variable the plan sets or unsets, and every GPU list the task keeps from
 // Slurm, gets its APPTAINERENV_ twin.
 #include <algorithm>
