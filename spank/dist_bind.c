@@ -113,6 +113,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
     if (user_context() && !db_glue.cfg_ok) return -1;
     if (spank_context() == S_CTX_LOCAL) {
         if (db_local_refuse_async(&db_glue) != 0) return -1;
+        db_local_devices_hint(&db_glue);
         return db_local_secret(&db_glue);
     }
     return 0;

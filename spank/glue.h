@@ -39,8 +39,9 @@ int db_local_refuse_async(const struct db_glue *g);
 /* srun, init_post_opt: draw the step's secret (DB_SECRET_VAR) into srun's
  * environment. */
 int db_local_secret(const struct db_glue *g);
-/* srun: set (or clear) DB_DEVICES_HINT for the step's tasks. */
-void db_local_devices_hint(spank_t sp, const db_request *eff);
+/* srun, init_post_opt: set (or clear) DB_DEVICES_HINT for the step's
+ * tasks, every component's. */
+void db_local_devices_hint(const struct db_glue *g);
 
 /* dlsym gives no types: the build against each release's slurm.h checks
  * that a function srun looks up has the type the glue calls it with

@@ -213,7 +213,6 @@ int db_local_user_init(spank_t sp, const struct db_glue *g) {
      * environment. */
     unsetenv(DB_RANK0_HINT);
     unsetenv(DB_NODE_RANKS_HINT);
-    db_local_devices_hint(sp, &eff);
     if (eff.mode == DB_MODE_OFF) return 0;
     return layout_hints(sp, g, &eff);
 }

@@ -3,9 +3,14 @@
  * it binds per task, and how many GPUs each task asked for
  * (DB_DEVICES_HINT, see db_core.h).  The nodes cannot read slurmctld's
  * configuration themselves, and Slurm's GPU lists show it only sometimes;
- * srun asks slurmctld once per step, through the public API
- * (slurm_load_ctl_conf, slurm_print_key_pairs, slurm_free_conf, named
- * slurm_free_ctl_conf before 26.05), looked up with dlsym as in local.c.
+ * srun asks slurmctld once, through the public API (slurm_load_ctl_conf,
+ * slurm_print_key_pairs, slurm_free_conf, named slurm_free_ctl_conf before
+ * 26.05), looked up with dlsym as in local.c.  It asks in init_post_opt,
+ * before any component of the step exists: what srun exports then reaches
+ * every component of a heterogeneous step (srun A : B), what it exports in
+ * local_user_init only one of them (measured on 22.05 and 26.05).  The GPUs
+ * per task and --gres-flags are each component's own, read from srun's
+ * command line.
  * Failing to ask never fails the step: the nodes then go by Slurm's lists
  * alone and say so in verbose, and so does srun (with --dist-bind=verbose).
  */
@@ -53,43 +58,31 @@ int db_local_cmdline(char *buf, size_t len, const char **argv, int max, int *com
     return argc;
 }
 
-/* srun's own options (its command line without the program and the
- * program's arguments, which Slurm gives as S_JOB_ARGV); at most `max`. */
-static int srun_options(spank_t sp, char *buf, size_t len, const char **argv, int max) {
-    char **job_argv = NULL;
-    int argc, job_argc = 0, complete;
-    argc = db_local_cmdline(buf, len, argv, max, &complete);
-    if (!complete) return 0; /* cut: better nothing than a wrong count */
-    if (spank_get_item(sp, S_JOB_ARGV, &job_argc, &job_argv) != ESPANK_SUCCESS || job_argc < 0 || job_argc >= argc ||
-        !job_argv || !job_argv[0])
-        return 0;
-    /* The program is where srun's command line ends with the job's argv. */
-    for (int i = 0; i < job_argc; i++)
-        if (strcmp(argv[argc - job_argc + i], job_argv[i]) != 0) return 0;
-    return argc - job_argc;
-}
-
-void db_local_devices_hint(spank_t sp, const db_request *eff) {
+void db_local_devices_hint(const struct db_glue *g) {
     load_conf_f load;
     free_conf_f release;
     print_pairs_f print;
     slurm_conf_t *conf = NULL;
-    char *text = NULL, args[16384], hint[128];
-    const char *argv[512];
+    enum { LEN = 256 * 1024, MAX = 8192 };
+    db_request eff;
+    char *text = NULL, *args = NULL, hint[4096];
+    const char **argv = NULL;
     size_t len = 0;
     FILE *mem;
-    int argc;
+    int argc, complete = 0;
 
     /* Never pass on a value from the user's or an enclosing task's
      * environment. */
     unsetenv(DB_DEVICES_HINT);
-    if (eff->mode != DB_MODE_RANK && eff->mode != DB_MODE_CLOSEST && eff->mode != DB_MODE_ISOLATE) return;
+    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return; /* refused already */
+    eff = db_glue_effective(g);
+    if (eff.mode != DB_MODE_RANK && eff.mode != DB_MODE_CLOSEST && eff.mode != DB_MODE_ISOLATE) return;
     load = (load_conf_f)db_slurm_api("slurm_load_ctl_conf", NULL);
     /* 26.05 renamed slurm_free_ctl_conf, with no alias. */
     release = (free_conf_f)db_slurm_api("slurm_free_conf", "slurm_free_ctl_conf");
     print = (print_pairs_f)db_slurm_api("slurm_print_key_pairs", NULL);
     if (!load || !release || !print) {
-        db_local_say(eff, "srun has no %s: cannot tell the nodes about device cgroups (%s not passed)",
+        db_local_say(&eff, "srun has no %s: cannot tell the nodes about device cgroups (%s not passed)",
                      !load      ? "slurm_load_ctl_conf"
                      : !release ? "slurm_free_conf (or slurm_free_ctl_conf)"
                                 : "slurm_print_key_pairs",
@@ -97,7 +90,7 @@ void db_local_devices_hint(spank_t sp, const db_request *eff) {
         return;
     }
     if (load((time_t)0, &conf) != 0 || !conf) {
-        db_local_say(eff,
+        db_local_say(&eff,
                      "cannot read slurmctld's configuration: cannot tell the nodes about device cgroups (%s not "
                      "passed)",
                      DB_DEVICES_HINT);
@@ -108,11 +101,19 @@ void db_local_devices_hint(spank_t sp, const db_request *eff) {
         if (conf->cgroup_conf) print(mem, conf->cgroup_conf, (char *)"");
         fclose(mem);
     }
-    argc = srun_options(sp, args, sizeof args, argv, (int)(sizeof argv / sizeof argv[0]));
+    args = malloc(LEN);
+    argv = malloc(MAX * sizeof *argv);
+    /* A command line cut short could misplace a component's options:
+     * then only the configuration's word and srun's environment count. */
+    argc = args && argv ? db_local_cmdline(args, LEN, argv, MAX, &complete) : 0;
+    if (!complete) argc = 0;
     if (db_srun_hint(conf->task_plugin, text ? text : "", argc, argv, (const char *const *)environ, hint,
-                     sizeof hint) == 0 &&
-        setenv(DB_DEVICES_HINT, hint, 1) != 0)
+                     sizeof hint) != 0)
+        db_local_say(&eff, "srun's command line has too many components: %s not passed", DB_DEVICES_HINT);
+    else if (setenv(DB_DEVICES_HINT, hint, 1) != 0)
         slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_DEVICES_HINT);
+    free(args);
+    free(argv);
     free(text);
     release(conf);
 }

@@ -108,15 +108,17 @@ int db_srun_async(int argc, const char *const *argv);
  * configuration: Slurm confines the devices of a task it binds per task and
  * numbers its lists inside the cgroup) or "none", then ",task-sharing"
  * (--gres-flags=allow-task-sharing: bound, not confined) and
- * ",gpus-per-task=K" (the step asked for K GPUs per task).  Removed from
- * every task. */
+ * ",gpus-per-task=K" (the step asked for K GPUs per task); one such section
+ * per component of a heterogeneous srun (A : B), ';' between them, each
+ * with that component's options.  Removed from every task. */
 #define DB_DEVICES_HINT "DIST_BIND_SRUN_DEVICES"
 
 /* srun: the value of DB_DEVICES_HINT into `out`, from slurmctld's
  * TaskPlugin, its cgroup.conf as slurm_print_key_pairs() prints it ("Name =
- * value" lines), srun's argv and environment (--gres-flags, --gpus-per-task,
- * --tres-per-task and their SLURM_* variables).  Pure; -1 only when `out`
- * is too small or memory ran out. */
+ * value" lines), srun's whole command line (argv[0] is srun; each
+ * component's options up to its program) and environment (--gres-flags,
+ * --gpus-per-task, --tres-per-task and their SLURM_* variables).  Pure; -1
+ * only when `out` is too small or memory ran out. */
 int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
                  const char *const *env, char *out, size_t outlen);
 

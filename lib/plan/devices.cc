@@ -94,26 +94,34 @@ extern "C" int db_srun_hint(const char *task_plugins, const char *cgroup_conf, i
                             const char *const *env, char *out, size_t outlen) try {
     using namespace db;
     const std::string constrain = key_pair(cgroup_conf ? cgroup_conf : "", "ConstrainDevices");
-    std::string hint = "none";
-    if (task_plugins && has_plugin(task_plugins, "task/cgroup") && (constrain == "yes" || constrain == "Yes")) {
-        hint = "cgroup";
-        const char *flags = option(argc, argv, "gres-flags");
-        if (!flags) flags = env_get(env, "SLURM_GRES_FLAGS");
-        if (flags && gres_flags_share(flags)) hint += ",task-sharing";
-    }
-    // A value that does not parse gives no word rather than a wrong one.
-    uint64_t k = 0;
-    bool ok = true;
-    if (const char *v = option(argc, argv, "gpus-per-task"))
-        ok = gpus_per_task_count(v, k);
-    else if (const char *t = option(argc, argv, "tres-per-task"))
-        ok = tres_gpu_count(t, k);
-    else if (const char *e = env_get(env, "SLURM_GPUS_PER_TASK"))
-        ok = gpus_per_task_count(e, k);
-    else if (const char *te = env_get(env, "SLURM_TRES_PER_TASK"))
-        ok = tres_gpu_count(te, k);
-    if (!ok) k = 0;
-    if (k) hint += ",gpus-per-task=" + std::to_string(k);
+    const bool cgroup =
+        task_plugins && has_plugin(task_plugins, "task/cgroup") && (constrain == "yes" || constrain == "Yes");
+    // One section per component: its own --gres-flags and GPUs per task.
+    auto section = [&](int n, const char *const *opts) {
+        std::string word = cgroup ? "cgroup" : "none";
+        if (cgroup) {
+            const char *flags = option(n, opts, "gres-flags");
+            if (!flags) flags = env_get(env, "SLURM_GRES_FLAGS");
+            if (flags && gres_flags_share(flags)) word += ",task-sharing";
+        }
+        // A value that does not parse gives no word rather than a wrong one.
+        uint64_t k = 0;
+        bool ok = true;
+        if (const char *v = option(n, opts, "gpus-per-task"))
+            ok = gpus_per_task_count(v, k);
+        else if (const char *t = option(n, opts, "tres-per-task"))
+            ok = tres_gpu_count(t, k);
+        else if (const char *e = env_get(env, "SLURM_GPUS_PER_TASK"))
+            ok = gpus_per_task_count(e, k);
+        else if (const char *te = env_get(env, "SLURM_TRES_PER_TASK"))
+            ok = tres_gpu_count(te, k);
+        if (ok && k) word += ",gpus-per-task=" + std::to_string(k);
+        return word;
+    };
+    std::string hint;
+    for (const SrunComponent &c : srun_components(argc, argv, nullptr))
+        hint += (hint.empty() ? "" : ";") + section(static_cast<int>(c.opts_end - c.opts_begin), argv + c.opts_begin);
+    if (hint.empty()) hint = section(0, argv);
     if (hint.size() >= outlen) return -1;
     copy_out(hint, out, outlen);
     return 0;

@@ -98,6 +98,19 @@ void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np
     np.master_addr_from = std::string("first node of the first component (") + name + ")";
 }
 
+int het_component(const db_node_input &in) {
+    // SLURM_JOB_ID_HET_GROUP_<i> (PACK_GROUP before 20.11, still set) is
+    // component i's job id; a node's S_JOB_ID is its own component's.
+    for (int i = 0; i < 1024; i++) {
+        const char *id = nullptr;
+        for (const char *kind : {"HET", "PACK"})
+            if (!id) id = env_get(in.env, "SLURM_JOB_ID_" + std::string(kind) + "_GROUP_" + std::to_string(i));
+        if (!id) return -1;
+        if (id == std::to_string(in.job_id)) return i;
+    }
+    return -1;
+}
+
 NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &global_rank) {
     NodePlan v = np;
     const std::string step = step_name(np.job_id, np.step_id);

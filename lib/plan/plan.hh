@@ -117,12 +117,24 @@ void add_apptainer_twins(const db_task_input &in, TaskPlan &tp);
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
 
+// srun's command line (srun_args.cc): each component of a heterogeneous
+// srun (A : B) as the range [opts_begin, opts_end) of argv holding its
+// options, without its program; one component for a plain srun.
+// *async (may be null) is set when a component asks for --async.
+struct SrunComponent {
+    size_t opts_begin, opts_end;
+};
+std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bool *async);
+
 // Heterogeneous steps (het.cc): is this one; the node's part of its plan
 // (whole-step counts, the leader's job id); a task's view of the node plan
 // (its global rank, the node's index and NODE_RANK in the whole step).
 bool het_step(const db_node_input &in);
 void plan_het_node(const db_node_input &in, NodePlan &np);
 void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np);
+// Which component of its het job this node's step is (0, 1, ...), -1 if
+// Slurm's SLURM_JOB_ID_HET_GROUP_<i> do not say.
+int het_component(const db_node_input &in);
 NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &global_rank);
 
 // Each node's NODE_RANK (by Slurm's node index) from the step's layout, and

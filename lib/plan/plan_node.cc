@@ -189,31 +189,51 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
 
 // srun's word (DB_DEVICES_HINT, from slurmctld's configuration): whether
 // task/cgroup confines devices, and with it task sharing and GPUs per task
-// (into np).  Unknown when srun said nothing.
+// (into np).  Unknown when srun said nothing.  A heterogeneous srun (A : B)
+// says it once per component, ';' between them: the devices word is the
+// cluster's, the same in each; the rest is this node's component's.
 Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
     const char *hint = env_get(in.env, DB_DEVICES_HINT);
     if (!hint) return Devices::Unknown;
     auto bad = [&] {
         return Error(quoted(DB_DEVICES_HINT, hint) +
-                     ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\" "
-                     "(srun sets it)");
+                     ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\", "
+                     "once per component of a heterogeneous step, ';' between them (srun sets it)");
     };
-    const std::vector<std::string_view> words = split(hint, ',');
-    Devices said;
-    if (words[0] == "none")
-        said = Devices::Open;
-    else if (words[0] == "cgroup")
-        said = Devices::Confined;
-    else
-        throw bad();
-    for (size_t i = 1; i < words.size(); i++) {
-        uint64_t k;
-        if (words[i] == "task-sharing" && said == Devices::Confined)
-            np.task_sharing = true;
-        else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
-            np.gpus_per_task = static_cast<size_t>(k);
-        else
-            throw bad();
+    const std::vector<std::string_view> sections = split(hint, ';');
+    int mine = 0;
+    if (sections.size() > 1) {
+        mine = het_component(in);
+        if (mine < 0 || static_cast<size_t>(mine) >= sections.size()) {
+            np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " names " + std::to_string(sections.size()) +
+                               " components, and Slurm's SLURM_JOB_ID_HET_GROUP_* do not say which this is: "
+                               "GPUs per task from the step's environment");
+            mine = -1;
+        }
+    }
+    Devices said = Devices::Unknown;
+    for (size_t s = 0; s < sections.size(); s++) {
+        const std::vector<std::string_view> words = split(sections[s], ',');
+        const Devices here = words[0] == "none"     ? Devices::Open
+                             : words[0] == "cgroup" ? Devices::Confined
+                                                    : Devices::Unknown;
+        if (here == Devices::Unknown || (s && here != said)) throw bad();
+        said = here;
+        bool sharing = false;
+        size_t per_task = 0;
+        for (size_t i = 1; i < words.size(); i++) {
+            uint64_t k;
+            if (words[i] == "task-sharing" && here == Devices::Confined)
+                sharing = true;
+            else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
+                per_task = static_cast<size_t>(k);
+            else
+                throw bad();
+        }
+        if (static_cast<int>(s) == mine) {
+            np.task_sharing = sharing;
+            np.gpus_per_task = per_task;
+        }
     }
     return said;
 }

@@ -4,10 +4,11 @@
 // the step exists, so init_post_opt reads /proc/self/cmdline and this
 // decides.  The option names are srun's in Slurm 26.05, the first release
 // with --async; what matters about each is whether it takes a value.
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
-#include "db_core.h"
+#include "plan.hh"
 
 namespace {
 
@@ -193,18 +194,18 @@ Long classify(std::string_view name) {
     return matches > 1 ? Long::Ambiguous : kind;
 }
 
-}  // namespace
-
-extern "C" int db_srun_async(int argc, const char *const *argv) {
-    int async = 0;
-    for (int i = 1; i < argc && argv && argv[i]; i++) {
+// Where srun's options end in argv[begin, end): the index of the first
+// word that is neither an option nor an option's value (the program), or
+// `end`; *async is set when --async is among the options.
+size_t options_end(const char *const *argv, size_t begin, size_t end, bool *async) {
+    for (size_t i = begin; i < end; i++) {
         const std::string_view a = argv[i];
-        if (a == "--") break;
+        if (a == "--") return i + 1 < end ? i + 1 : end;
         if (a.size() > 2 && a.substr(0, 2) == "--") {
             const std::string_view body = a.substr(2);
             const size_t eq = body.find('=');
             const Long kind = classify(body.substr(0, eq));
-            if (kind == Long::Async && eq == std::string_view::npos) async = 1;
+            if (kind == Long::Async && eq == std::string_view::npos && async) *async = true;
             if (kind == Long::Value && eq == std::string_view::npos) i++;  // its value is the next word
         } else if (a.size() > 1 && a[0] == '-') {
             // A cluster of short options ("-lN2"): a value ends it.
@@ -216,8 +217,36 @@ extern "C" int db_srun_async(int argc, const char *const *argv) {
                 }
             }
         } else {
-            break;  // the program
+            return i;  // the program
         }
     }
+    return end;
+}
+
+}  // namespace
+
+namespace db {
+
+std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bool *async) {
+    std::vector<SrunComponent> out;
+    const size_t n = argv && argc > 0 ? static_cast<size_t>(argc) : 0;
+    size_t begin = 1;
+    while (begin <= n) {
+        // srun reads each component's options with getopt, then its program
+        // and arguments up to the next word ":".
+        const size_t opts_end = options_end(argv, begin, n, async);
+        size_t next = opts_end;
+        while (next < n && std::string_view(argv[next]) != ":") next++;
+        out.push_back({begin, std::min(opts_end, next)});
+        begin = next + 1;
+    }
+    return out;
+}
+
+}  // namespace db
+
+extern "C" int db_srun_async(int argc, const char *const *argv) {
+    bool async = false;
+    db::srun_components(argc, argv, &async);
     return async;
 }

@@ -56,7 +56,11 @@ def results(stdout, prefix):
 
 with Lab() as lab:
     # --- srun A : B, rank 0's component on node1, then on node2 ------------------
-    for first, second, master in ((A, B, "node1"), ("-w node2 " + B, "-w node1 " + A, "node2")):
+    # The third: the components ask for different GPUs per task; under device
+    # cgroups the cli_filter's --gpu-bind=none leaves the count to srun's word,
+    # one section per component, which must reach both.
+    for first, second, master in ((A, B, "node1"), ("-w node2 " + B, "-w node1 " + A, "node2"),
+                                  (A, "-N1 -n2 --gpus-per-task=2", "node1")):
         what = "srun %s : %s: " % (first, second)
         base = table(lab, first, second, "")
         t.eq(len(base), 5, what + "5 tasks without --dist-bind")

@@ -393,8 +393,10 @@ static const struct {
     {"srun --mpi pmix prog --async", 0},
     {"srun -- --async", 0},
     {"srun - --async", 0},
-    {"srun --async=1 prog", 0}, /* srun refuses this itself */
-    {"srun --a prog", 0},       /* ambiguous: srun refuses it */
+    {"srun --async=1 prog", 0},              /* srun refuses this itself */
+    {"srun -n2 prog : -n3 --async prog", 1}, /* a later component's */
+    {"srun -n2 prog --async : -n3 prog", 0},
+    {"srun --a prog", 0}, /* ambiguous: srun refuses it */
     {"srun --asynchronous prog", 0},
     /* Another plugin's option: its value is taken for the program. */
     {"srun --container-image img --async prog", 0},
@@ -459,6 +461,17 @@ static const struct {
     {"task/none", "", "srun --gpus-per-task=0", "", "none"},
     {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing --gpus-per-task=1", "",
      "cgroup,task-sharing,gpus-per-task=1"},
+    /* srun's whole command line: the program's own arguments are not srun's, and each
+     * component of srun A : B gets its own section. */
+    {"task/none", "", "srun --gpus-per-task=1 prog --gpus-per-task=3", "", "none,gpus-per-task=1"},
+    {"task/none", "", "srun -n2 prog --gpus-per-task=3", "", "none"},
+    {"task/none", "", "srun -n3 --gpus-per-task=1 prog a : -n2 --gpus-per-task 2 prog", "",
+     "none,gpus-per-task=1;none,gpus-per-task=2"},
+    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing -n3 prog : -n2 -- prog", "",
+     "cgroup,task-sharing;cgroup"},
+    {"task/none", "", "srun -n3 prog : -n2 prog : -n1 --tres-per-task=gres/gpu:3 prog", "SLURM_GPUS_PER_TASK=2",
+     "none,gpus-per-task=2;none,gpus-per-task=2;none,gpus-per-task=3"},
+    {"task/none", "", "srun -J : prog", "", "none"}, /* the job's name is ":" */
 };
 
 START_TEST(srun_hint_row) {

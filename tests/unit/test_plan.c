@@ -532,6 +532,27 @@ static const struct row rows[] = {
      "SLURM_PROCID=0|SLURM_NODEID=1|SLURM_GTIDS=0,3,4", NULL, "node #1 is node 1&lowest rank is 0", NULL},
     {"het: bad SLURM_PROCID", "", "", 8, 0, 1, 0, 3, 3, HET("HET_GROUP_0=node2"), 1, 1,
      "SLURM_PROCID=5|SLURM_NODEID=1|SLURM_GTIDS=2,3,4", NULL, "SLURM_PROCID=\"5\"", NULL},
+/* srun's DIST_BIND_SRUN_DEVICES for srun -n2 --gpus-per-task=1 : -n3 --gpus-per-task=2
+ * (--gpu-bind=none): one section per component; the node takes its own by its job id. */
+#define HET_HINT(h) "|SLURM_JOB_ID_HET_GROUP_0=7|SLURM_JOB_ID_HET_GROUP_1=8|" DB_DEVICES_HINT "=" h
+#define HET_N1_TASK1 "SLURM_PROCID=3|SLURM_NODEID=1|SLURM_GTIDS=2,3,4|SLURMD_NODENAME=node1"
+    {"het: the second component's own GPUs per task", "verbose", "", 8, 0, 1, 0, 3, 3,
+     HET("HET_GROUP_0=node2") GPUS("0,1,2,3,4,5") HET_HINT("cgroup,gpus-per-task=1;cgroup,gpus-per-task=2"), 1, 1,
+     HET_N1_TASK1, "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL,
+     "from slurmctld's configuration, via srun"},
+    {"het: the first component's section in the first component", "", "", 7, 0, 1, 0, 2, 2,
+     HET("HET_GROUP_0=node2") GPUS("0,1,2,3") HET_HINT("none,gpus-per-task=2;none,gpus-per-task=1"), 1, 1,
+     "SLURM_PROCID=1|SLURM_NODEID=0|SLURM_GTIDS=0,1|SLURMD_NODENAME=node2",
+     "CUDA_VISIBLE_DEVICES=0,1,2,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL, NULL},
+    {"het: sections but no component job ids: GPUs per task unknown", "verbose", "", 8, 0, 1, 0, 3, 3,
+     HET("HET_GROUP_0=node2") GPUS("0,1,2,3,4,5") "|" DB_DEVICES_HINT "=cgroup,gpus-per-task=1;cgroup,gpus-per-task=2",
+     1, 1, HET_N1_TASK1, "DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL,
+     "names 2 components, and Slurm's SLURM_JOB_ID_HET_GROUP_* do not say which"},
+    {"het: sections disagreeing on device cgroups", "", "", 8, 0, 1, 0, 3, 3,
+     HET("HET_GROUP_0=node2") GPUS("0,1,2") HET_HINT("cgroup;none"), 1, 1, HET_N1_TASK1, NULL,
+     DB_DEVICES_HINT "=\"cgroup;none\"&once per component", NULL},
+    {"het: an empty section", "", "", 8, 0, 1, 0, 3, 3, HET("HET_GROUP_0=node2") GPUS("0,1,2") HET_HINT("cgroup;"), 1,
+     1, HET_N1_TASK1, NULL, DB_DEVICES_HINT "=\"cgroup;\"", NULL},
     {"het: no step task count", "", "", 8, 0, 1, 0, 3, 3,
      "SLURM_STEP_NUM_TASKS=5|SLURM_JOB_ID=7|SLURM_JOB_NODELIST_HET_GROUP_0=node2", 1, 1, "", NULL,
      "Slurm set no SLURM_STEP_NUM_NODES", NULL},
