@@ -71,6 +71,14 @@ int db_remote_user_init(spank_t sp, struct db_glue *g) {
     }
     if (eff.mode != DB_MODE_OFF && lowest_rank(sp, &in) != 0) goto fail;
     in.env = job_env(sp);
+    {
+        char **argv = NULL;
+        int argc = 0;
+        if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0 && argv) {
+            in.argc = argc;
+            in.argv = (const char *const *)argv;
+        }
+    }
     in.container_env_early = SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0);
     if (db_node_plan_new(&g->cfg, &eff, &in, &g->node, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);

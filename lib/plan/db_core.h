@@ -184,6 +184,11 @@ typedef struct db_node_input {
     /* Slurm before 23.02 writes an `srun --container` step's environment
      * into the container before SPANK task_init (set from slurm.h). */
     int container_env_early;
+    /* The step's program and its arguments (S_JOB_ARGV; NULL, 0 if not
+     * known): the flags typed on torchrun's command line win over
+     * dist-bind's PET_* defaults. */
+    int argc;
+    const char *const *argv;
 } db_node_input;
 
 /* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes

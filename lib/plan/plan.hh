@@ -45,6 +45,14 @@ struct NodeRank {
     std::string from;
 };
 
+// What the step's program typed on torchrun's command line (torchrun.cc).
+struct TorchrunFlags {
+    bool torchrun = false;      // the program is torchrun
+    bool typed_master = false;  // --master-addr or --master-port typed
+    std::string master_addr, master_port;
+    bool rdzv_endpoint = false;  // --rdzv-endpoint typed
+};
+
 struct NodePlan {
     bool active = false;
     std::string skip_reason;
@@ -82,6 +90,8 @@ struct NodePlan {
 
     std::vector<std::string> notes;  // for the verbose line
 
+    TorchrunFlags torchrun;  // the step's program, if torchrun
+
     // The variables dist-bind sets, as the step's environment had them at
     // user_init (absent names are not listed).  A task whose
     // value differs at task_init had it changed by a plugin that ran before
@@ -116,6 +126,12 @@ void add_apptainer_twins(const db_task_input &in, TaskPlan &tp);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
+
+// torchrun's typed flags in the program's argv (S_JOB_ARGV), and the
+// rendezvous endpoint for PET_RDZV_ENDPOINT: MASTER_ADDR:MASTER_PORT, or
+// the typed master where one was typed without --rdzv-endpoint.
+TorchrunFlags torchrun_flags(int argc, const char *const *argv);
+std::string torchrun_endpoint(const NodePlan &np);
 
 // srun's command line (srun_args.cc): each component of a heterogeneous
 // srun (A : B) as the range [opts_begin, opts_end) of argv holding its

@@ -342,6 +342,9 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
         plan_node_rank(in, np);
     }
     plan_master(cfg, in, np);
+    np.torchrun = torchrun_flags(in.argc, in.argv);
+    if (np.torchrun.typed_master && !np.torchrun.rdzv_endpoint)
+        np.notes.push_back("torchrun's typed --master-addr/--master-port: PET_RDZV_ENDPOINT=" + torchrun_endpoint(np));
     plan_gpus(in, np);
     plan_devices(in, np);
     if (const char *bundle = env_get(in.env, "SLURM_CONTAINER"); bundle && in.container_env_early)

@@ -344,14 +344,13 @@ void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
         std::to_string(in.global_rank) + "," + std::to_string(in.local_rank) + "," + std::to_string(np.ntasks));
     // torchrun reads its flags and their PET_<FLAG> defaults only; one srun
     // task is one of its agents ("nodes").  Defaults: a flag the user types
-    // wins, so does a PET_ value exported before srun.
+    // wins (the endpoint follows a typed master), so does a PET_ value
+    // exported before srun.
     const bool ours = inherited_step(np, in.env);
-    const std::pair<const char *, std::string> pet[] = {{"PET_NNODES", std::to_string(np.ntasks)},
-                                                        {"PET_NODE_RANK", std::to_string(in.global_rank)},
-                                                        {"PET_MASTER_ADDR", np.master_addr},
-                                                        {"PET_MASTER_PORT", np.master_port},
-                                                        {"PET_RDZV_ENDPOINT", np.master_addr + ":" + np.master_port},
-                                                        {"PET_RDZV_ID", step_name(np.job_id, np.step_id)}};
+    const std::pair<const char *, std::string> pet[] = {
+        {"PET_NNODES", std::to_string(np.ntasks)},    {"PET_NODE_RANK", std::to_string(in.global_rank)},
+        {"PET_MASTER_ADDR", np.master_addr},          {"PET_MASTER_PORT", np.master_port},
+        {"PET_RDZV_ENDPOINT", torchrun_endpoint(np)}, {"PET_RDZV_ID", step_name(np.job_id, np.step_id)}};
     for (const auto &p : pet)
         if (ours || !env_get(in.env, p.first)) set(p.first, p.second);
 }

@@ -1,7 +1,9 @@
 // The node and task plans (lib/plan/plan_node.cc, plan_task.cc) on any step environment: a
 // plan or one message, never a crash; and what a plan writes is sane.
 // Input: mode byte, then SPANK items, then "NAME=VALUE" lines (the node's
-// environment, then after an empty line the task's additions).
+// environment, then after an empty line the task's additions); a node line
+// "@WORD" is a word of the program's argv instead (S_JOB_ARGV: torchrun's
+// flags).
 #include <cstring>
 #include <vector>
 
@@ -40,13 +42,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::vector<std::string> step, task;
     for (std::string l = in.line(); in.left() && !l.empty() && step.size() < 64; l = in.line()) step.push_back(l);
     while (in.left() && task.size() < 64) task.push_back(in.line());
-    std::vector<const char *> senv, tenv;
-    for (const std::string &s : step) senv.push_back(s.c_str());
+    std::vector<const char *> senv, tenv, args;
+    for (const std::string &s : step) (s[0] == '@' ? args : senv).push_back(s.c_str() + (s[0] == '@'));
     senv.push_back(nullptr);
-    for (const std::string &s : step) tenv.push_back(s.c_str());
+    for (const char *s : senv)
+        if (s) tenv.push_back(s);
     for (const std::string &s : task) tenv.push_back(s.c_str());
     tenv.push_back(nullptr);
     node.env = senv.data();
+    node.argc = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    node.argv = args.data();
 
     db_node_plan *np = nullptr;
     if (db_node_plan_new(&cfg, &eff, &node, &np, err, sizeof err) != 0) {

@@ -17,10 +17,10 @@ torchrun's command line but --nproc-per-node (and --rdzv-backend=c10d).
   with `--nproc-per-node=2`, in rank mode (the second agent's workers are
   on devices 2 and 3: libdistbind's DIST_BIND_DEVICE + LOCAL_RANK) and
   isolate (device LOCAL_RANK).
-- flags the user types win (`--master-port`, `--rdzv-id`, with
-  PET_RDZV_ENDPOINT exported empty, which the static rendezvous otherwise
-  prefers over --master-addr/--master-port); a worker beyond its agent's
-  GPUs gets libdistbind's error naming --nproc-per-node.
+- flags the user types win (`--master-addr`, `--master-port`, `--rdzv-id`;
+  dist-bind makes PET_RDZV_ENDPOINT, which the static rendezvous prefers
+  over --master-addr/--master-port, from the typed ones); a worker beyond
+  its agent's GPUs gets libdistbind's error naming --nproc-per-node.
 
 What the harness adapts, test-only (dist-bind is not changed):
 - torch 1.13 (Debian 12) on Python 3.11: torchrun's default `--redirects 0
@@ -175,13 +175,14 @@ with Lab() as lab:
                  what + ": the second agent's workers: devices DIST_BIND_DEVICE(2) + LOCAL_RANK")
 
     # Flags the user types win.  The static rendezvous takes an endpoint over
-    # --master-addr/--master-port: PET_RDZV_ENDPOINT exported empty hands
-    # them back.  Two workers per agent, one GPU each: the second has none.
+    # --master-addr/--master-port, so dist-bind makes PET_RDZV_ENDPOINT from
+    # the typed ones.  Two workers per agent, one GPU each: the second has none.
     rows, what = torchrun(lab, "-N2 --ntasks-per-node=1 --gpus-per-node=1 --dist-bind",
-                          [flag("nproc-per-node", 2), flag("master-port", 31555), flag("rdzv-id", "mine")],
-                          env={"PET_RDZV_ENDPOINT": ""})
+                          [flag("nproc-per-node", 2), flag("master-addr", "node2"), flag("master-port", 31555),
+                           flag("rdzv-id", "mine")])
     t.eq(sorted(rows), [0, 1, 2, 3], what + ": 4 workers")
     t.eq({w["MASTER_PORT"] for w in rows.values()}, {"31555"}, what + ": the typed --master-port wins")
+    t.eq({w["MASTER_ADDR"] for w in rows.values()}, {"node2"}, what + ": the typed --master-addr wins")
     t.eq({w["TORCHELASTIC_RUN_ID"] for w in rows.values()}, {"mine"}, what + ": the typed --rdzv-id wins")
     t.eq(sorted(w["db_device"] for w in rows.values() if w["LOCAL_RANK"] == "0"), ["0", "0"],
          what + ": local rank 0: device 0")

@@ -36,6 +36,9 @@ struct row {
  * reads with S_JOB_LOCAL_TO_GLOBAL_ID (not known without it). */
 #define LOWEST_RANK "TEST_LOWEST_RANK"
 #define LOWEST(r) "|" LOWEST_RANK "=" #r
+/* In a row's step environment: the step's program and arguments (S_JOB_ARGV),
+ * words separated by spaces. */
+#define JOB_ARGV "TEST_JOB_ARGV"
 /* In a row's step environment: the glue's container_env_early (Slurm < 23.02). */
 #define EARLY "TEST_CONTAINER_EARLY=1"
 #define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
@@ -629,6 +632,30 @@ static const struct row rows[] = {
      NULL},
     {"torchrun: PET_ values exported before srun win", "", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0,
      TASK("0,1,2") "|PET_NNODES=1:4|PET_RDZV_ENDPOINT=", "-PET_NNODES|-PET_RDZV_ENDPOINT|PET_NODE_RANK=1", NULL, NULL},
+/* The program's argv (S_JOB_ARGV): a master typed on torchrun's command line makes
+ * the endpoint, which torchrun's static rendezvous prefers over it. */
+#define TR(argv) STEP2("1,1") GPUS("0,1,2") "|" JOB_ARGV "=" argv
+    {"torchrun: typed --master-port makes the endpoint", "port=23456,verbose", "", 7, 0, 2, 1, 2, 1,
+     TR("torchrun --nproc-per-node=3 --master-port=31555 train.py"), 1, 0, TASK("0,1,2"),
+     "PET_MASTER_PORT=23456|PET_RDZV_ENDPOINT=node1:31555|PET_MASTER_ADDR=node1", NULL,
+     "torchrun's typed --master-addr/--master-port: PET_RDZV_ENDPOINT=node1:31555"},
+    {"torchrun 1.13 spelling, values as separate words", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("/usr/bin/torchrun --standalone --nproc_per_node 3 --master_addr node2 train.py"), 1, 0, TASK("0,1,2"),
+     "PET_RDZV_ENDPOINT=node2:23456", NULL, NULL},
+    {"torchrun: both typed, IPv6", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("torchrun -m --master-addr=fe80::1 --master-port 5 -r 3 mod"), 1, 0, TASK("0,1,2"),
+     "PET_RDZV_ENDPOINT=[fe80::1]:5", NULL, NULL},
+    {"torchrun: a typed --rdzv-endpoint wins itself", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("torchrun --master-port=5 --rdzv_endpoint=h:6 train.py"), 1, 0, TASK("0,1,2"), "PET_RDZV_ENDPOINT=node1:23456",
+     NULL, NULL},
+    {"torchrun: the training script's own flags are not torchrun's", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("torchrun --nproc-per-node 2 train.py --master-port=5"), 1, 0, TASK("0,1,2"), "PET_RDZV_ENDPOINT=node1:23456",
+     NULL, NULL},
+    {"python -m torch.distributed.run", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("python3 -u -m torch.distributed.run --master-port=7 train.py"), 1, 0, TASK("0,1,2"),
+     "PET_RDZV_ENDPOINT=node1:7", NULL, NULL},
+    {"not torchrun: a program's --master-port is its own", "port=23456", "", 7, 0, 2, 1, 2, 1,
+     TR("python3 train.py --master-port=7"), 1, 0, TASK("0,1,2"), "PET_RDZV_ENDPOINT=node1:23456", NULL, NULL},
     {"nested: an enclosing step's PET_ values replaced", "port=23456", "", 7, 1, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"),
      1, 0, TASK("0,1,2") "|DIST_BIND_STEP=7.0|PET_NNODES=5|PET_RDZV_ID=7.0|PET_RDZV_ENDPOINT=node2:1",
      "PET_NNODES=2|PET_RDZV_ID=7.1|PET_RDZV_ENDPOINT=node1:23456", NULL, NULL},
@@ -665,7 +692,8 @@ static const struct row rows[] = {
 
 START_TEST(plan_row) {
     const struct row *r = &rows[_i];
-    char err[DB_ERRLEN] = "", **argv = NULL, **senv = make_env(r->step_env), **tenv = make_env(r->task_env);
+    char err[DB_ERRLEN] = "", **argv = NULL, **job_argv = NULL, **senv = make_env(r->step_env),
+         **tenv = make_env(r->task_env);
     int argc = make_argv(r->conf, &argv), rc;
     db_config cfg;
     db_request opt, eff;
@@ -676,6 +704,13 @@ START_TEST(plan_row) {
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
 
     if (r->step_env && strstr(r->step_env, EARLY)) ni.container_env_early = 1;
+    if (r->step_env && strstr(r->step_env, JOB_ARGV "=")) {
+        char *words = strdup(strstr(r->step_env, JOB_ARGV "=") + strlen(JOB_ARGV "="));
+        words[strcspn(words, "|")] = '\0';
+        ni.argc = make_argv(words, &job_argv);
+        ni.argv = (const char *const *)job_argv;
+        free(words);
+    }
     if (r->step_env && strstr(r->step_env, LOWEST_RANK "=")) {
         ni.lowest_rank = (uint32_t)strtoul(strstr(r->step_env, LOWEST_RANK "=") + strlen(LOWEST_RANK "="), NULL, 10);
         ni.lowest_rank_known = 1;
@@ -741,6 +776,7 @@ START_TEST(plan_row) {
     free_env(senv);
     free_env(tenv);
     free_env(argv);
+    free_env(job_argv);
 }
 END_TEST
 
