@@ -27,6 +27,7 @@ struct Options {
 struct Row {
     int32_t rank, world, local_rank, local_world, node_rank, device;
     int32_t slurm_procid, slurm_localid;  // -1 when unset
+    int32_t relaunched;                   // 1: a launcher re-ranked it (distbind_relaunched)
     int32_t gpu_status, gpu_count, gpu_numa;
     int32_t visible_count;  // entries in CUDA_VISIBLE_DEVICES, -1 when unset
     char host[64];

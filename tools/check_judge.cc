@@ -16,9 +16,13 @@ std::string who(const Row &r) { return "rank " + std::to_string(r.rank) + " (" +
 
 // Ranks against Slurm's numbering and each other: RANK, LOCAL, NODE, MASTER.
 void judge_places(const std::vector<Row> &rows, Verdict &v) {
+    // A launcher's workers (torchrun) count per agent, its "node": two
+    // agents on one host have a node rank each.
     std::map<std::string, std::vector<int>> by_host;
     for (const Row &r : rows) {
-        by_host[r.host].push_back(r.rank);
+        by_host[r.relaunched ? std::string(r.host) + " (agent of node rank " + std::to_string(r.node_rank) + ")"
+                             : std::string(r.host)]
+            .push_back(r.rank);
         if (r.slurm_procid >= 0 && r.slurm_procid != r.rank)
             v.problem(
                 r.rank, "RANK",
@@ -32,8 +36,8 @@ void judge_places(const std::vector<Row> &rows, Verdict &v) {
             v.problem(r.rank, "MASTER",
                       who(r) + ": MASTER_ADDR:MASTER_PORT=" + r.master + " but rank 0 has " + rows[0].master);
     }
-    // Per node: local ranks 0..k-1 once each, the right local world size,
-    // one node rank per host and a different one on each host.
+    // Per node (or agent): local ranks 0..k-1 once each, the right local
+    // world size, one node rank per host and a different one on each host.
     std::map<int, std::string> node_owner;
     for (const auto &[host, ranks] : by_host) {
         std::vector<int> locals;

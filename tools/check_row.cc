@@ -100,8 +100,8 @@ Row my_row(distbind_t *h) {
     // A launcher (torchrun) re-ranked this process under an srun --dist-bind
     // task: Slurm's numbers are its task's, and its own GPU is the
     // local-rank-th of that task's (libdistbind chose the device so).
-    const char *src = distbind_source(h);
-    const bool relaunched = src && std::strcmp(src, "env") == 0 && getenv("DIST_BIND_TASK");
+    const bool relaunched = distbind_relaunched(h);
+    r.relaunched = relaunched ? 1 : 0;
     r.slurm_procid = relaunched ? -1 : env_int("SLURM_PROCID");
     r.slurm_localid = relaunched ? -1 : env_int("SLURM_LOCALID");
     char host[256] = "?";
@@ -135,11 +135,10 @@ Row my_row(distbind_t *h) {
     }
     set_gpu_lists(r, getenv("CUDA_VISIBLE_DEVICES"), getenv("DIST_BIND_GPUS") ? own.c_str() : nullptr);
     // A launcher's re-ranked worker has RANK, LOCAL_RANK, ... of its own:
-    // that is the launcher's doing, not a container plugin's.
+    // that is the launcher's doing, not a container plugin's, and not
+    // counted (distbind_env_overwritten).
     char *changed = nullptr;
-    if (relaunched)
-        put(r.overwritten, sizeof r.overwritten, "");
-    else if (distbind_env_overwritten(&changed) == DISTBIND_OK)
+    if (distbind_env_overwritten(&changed) == DISTBIND_OK)
         put(r.overwritten, sizeof r.overwritten, cut(changed, sizeof r.overwritten));
     else
         put(r.overwritten, sizeof r.overwritten, cut(distbind_last_error(nullptr), sizeof r.overwritten));
@@ -205,6 +204,7 @@ std::string sanitize(Row &r, int index, int world) {
     number(r.device, 0, 65535, "device", 0);
     number(r.slurm_procid, -1, INT32_MAX, "SLURM_PROCID", -1);
     number(r.slurm_localid, -1, INT32_MAX, "SLURM_LOCALID", -1);
+    number(r.relaunched, 0, 1, "relaunched", 0);
     number(r.gpu_status, DISTBIND_OK, DISTBIND_ERR_INTERNAL, "GPU status", DISTBIND_ERR_INTERNAL);
     number(r.gpu_count, -1, 1 << 20, "GPU count", -1);
     number(r.gpu_numa, -1, 1 << 20, "GPU NUMA node", -1);

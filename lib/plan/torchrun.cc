@@ -56,7 +56,7 @@ size_t torchrun_start(int argc, const char *const *argv) {
         else
             return 0;  // a script
         return module == "torch.distributed.run" || module == "torch.distributed.launch" ? static_cast<size_t>(i + 1)
-                                                                                          : 0;
+                                                                                         : 0;
     }
     return 0;
 }

@@ -226,8 +226,20 @@ distbind_status distbind_connect(distbind_t *h) {
         c.tcp_insecure = p.tcp_insecure;
         c.master_addr = p.master_addr;
         c.master_port = p.master_port;
+        if (h->id.relaunched && c.master_port) {
+            // torchrun's workers: its store listens on MASTER_PORT, and the
+            // PMI server's ranks are its agents', not theirs.
+            c.master_port = c.master_port < 65535 ? c.master_port + 1 : c.master_port - 1;
+            c.port_from = std::string("MASTER_PORT") + (p.master_port < 65535 ? "+1" : "-1") +
+                          ", as a launcher re-ranked this process and its store holds MASTER_PORT";
+            db::rt::debugf("a launcher re-ranked this process: the TCP bootstrap on port %u (%s)", c.master_port,
+                           c.port_from.c_str());
+        }
         std::string how = p.bootstrap;
-        if (how == "auto") {
+        if (how == "auto" && h->id.relaunched) {
+            db::rt::debugf("a launcher re-ranked this process: its PMI ranks are the launcher's, using tcp");
+            h->ex = db::rt::make_tcp(c);
+        } else if (how == "auto") {
             // A PMI server that Slurm started is there for this step; TCP
             // needs only rank 0 to be reachable.  The next one is tried only
             // when a backend is UNAVAILABLE, which the backends report only
@@ -299,6 +311,8 @@ int distbind_node_rank(const distbind_t *h) { return h ? h->id.node_rank : -1; }
 int distbind_device(const distbind_t *h) { return h ? h->id.device : -1; }
 
 const char *distbind_source(const distbind_t *h) { return h ? db::rt::source_name(h->id.source) : nullptr; }
+
+int distbind_relaunched(const distbind_t *h) { return h && h->id.relaunched ? 1 : 0; }
 
 const char *distbind_bootstrap(const distbind_t *h) { return h && h->ex ? h->ex->name() : nullptr; }
 

@@ -139,6 +139,7 @@ struct ExchangeConfig {
     bool tcp_insecure = false;
     std::string master_addr;
     unsigned master_port = 0;
+    std::string port_from;  // for messages, where master_port is not MASTER_PORT's
 };
 
 std::unique_ptr<Exchange> make_tcp(const ExchangeConfig &c);

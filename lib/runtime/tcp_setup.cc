@@ -106,10 +106,12 @@ Socket TcpExchange::listen_as_root(const Addr &at) {
     int err;
     Socket lis = listen_on(at, err);
     if (!lis && err == EADDRINUSE)
-        fail(DISTBIND_ERR_SYSTEM, "rank 0 cannot listen on " + at.str() + " (MASTER_ADDR=" + c_.master_addr +
-                                      ", MASTER_PORT=" + std::to_string(c_.master_port) +
-                                      "): the port is already in use (another program, or another step, holds "
-                                      "it); choose a free one with --dist-bind=port=N or MASTER_PORT");
+        fail(DISTBIND_ERR_SYSTEM,
+             "rank 0 cannot listen on " + at.str() + " (MASTER_ADDR=" + c_.master_addr +
+                 (c_.port_from.empty() ? ", MASTER_PORT=" + std::to_string(c_.master_port)
+                                       : ", port " + std::to_string(c_.master_port) + ": " + c_.port_from) +
+                 "): the port is already in use (another program, or another step, holds "
+                 "it); choose a free one with --dist-bind=port=N or MASTER_PORT");
     if (!lis && err == EADDRNOTAVAIL)
         fail(DISTBIND_ERR_ENV, "rank 0 cannot listen on " + at.str() + ": MASTER_ADDR=\"" + c_.master_addr +
                                    "\" is not an address of this host (" + host_name() +

@@ -17,6 +17,9 @@ torchrun's command line but --nproc-per-node (and --rdzv-backend=c10d).
   with `--nproc-per-node=2`, in rank mode (the second agent's workers are
   on devices 2 and 3: libdistbind's DIST_BIND_DEVICE + LOCAL_RANK) and
   isolate (device LOCAL_RANK).
+- dist-bind-check as the workers (static with a PMI server, and the
+  uneven job with c10d): torchrun's place, its variables not flagged, the
+  exchange over TCP on MASTER_PORT+1.
 - flags the user types win (`--master-addr`, `--master-port`, `--rdzv-id`;
   dist-bind makes PET_RDZV_ENDPOINT, which the static rendezvous prefers
   over --master-addr/--master-port, from the typed ones); a worker beyond
@@ -173,6 +176,25 @@ with Lab() as lab:
             second = [w for w in rows.values() if w["SLURM_PROCID"] == "1"]
             t.eq(sorted(w["db_device"] for w in second), ["2", "3"],
                  what + ": the second agent's workers: devices DIST_BIND_DEVICE(2) + LOCAL_RANK")
+
+    # dist-bind-check as torchrun's workers: their place is torchrun's (two
+    # agents on node1 in the uneven job are a node each), nothing dist-bind
+    # set counts as overwritten, and the exchange runs over TCP beside
+    # torchrun's store (MASTER_PORT+1), also with a PMI server there (whose
+    # ranks are the agents').
+    CHECK = os.path.join(BUILD, "dist-bind-check")
+    nopy = "--no_python" if OLD else "--no-python"
+    for j, flags in ((job + " --mpi=" + lab.pmi(), [nproc]),
+                     (job2, [flag("rdzv-backend", "c10d"), flag("nproc-per-node", 2)])):
+        e = dict(HARNESS, DIST_BIND_TIMEOUT="60")
+        r = lab.srun("-t 5 %s --dist-bind" % j, ["torchrun"] + flags + [nopy, CHECK], env=e, timeout=400)
+        what = "%s torchrun %s dist-bind-check" % (j, " ".join(flags))
+        out = r.stdout + r.stderr
+        t.eq(r.returncode, 0, what + ": passes (%s)" % out.strip()[-1500:])
+        t.ok("dist-bind-check: 6 ranks on 2 nodes, place from env, exchange over tcp" in r.stdout,
+             what + ": six workers, torchrun's place, over TCP")
+        t.ok("all checks passed" in r.stdout, what + ": every check passed")
+        t.ok("not what dist-bind set" not in out, what + ": torchrun's own variables are not flagged")
 
     # Flags the user types win.  The static rendezvous takes an endpoint over
     # --master-addr/--master-port, so dist-bind makes PET_RDZV_ENDPOINT from

@@ -34,7 +34,12 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
                                         "LOCAL_WORLD_SIZE=" + std::to_string(n),
                                         "NODE_RANK=0",
                                         "DIST_BIND_DEVICE=" + std::to_string(device[i])};
-        const bool relaunched = corrupt && corrupt[i] == 6;
+        const bool relaunched = corrupt && (corrupt[i] == 6 || corrupt[i] == 8);
+        if (corrupt && corrupt[i] == 8) {  // one worker of agent i (its node rank) on one host
+            env[2] = "LOCAL_RANK=0";
+            env[3] = "LOCAL_WORLD_SIZE=1";
+            env.push_back("GROUP_RANK=" + std::to_string(i));
+        }
         if (relaunched) {
             env.push_back("DIST_BIND_MODE=rank");
             env.push_back("DIST_BIND_TASK=5,0,9");

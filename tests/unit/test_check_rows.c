@@ -57,6 +57,9 @@ static const struct rows_case cases[] = {
      * 0,1,2 (its DIST_BIND_DEVICE=0 and SLURM_PROCID=5 left behind): devices
      * 0 and 1, each its own, and Slurm's numbers are not theirs to match. */
     {2, {"0,1,2", "0,1,2"}, {"0,1,2", "0,1,2"}, {0, 0}, "0;1", "ok;ok", NULL, {0}, {6, 6}},
+    /* Two torchrun agents on one host (srun -n3 over two nodes), one worker
+     * each: each agent is a node of its own, node ranks 0 and 1. */
+    {2, {"0,1", "0,1"}, {"0", "1"}, {0, 1}, "0;1", "ok;ok", NULL, {0}, {8, 8}},
     /* Two GPUs per task: the first of DIST_BIND_GPUS is the one. */
     {1, {UUIDS8}, {U("6") "," U("7")}, {6}, U("6"), "ok", NULL, {0}, {0}},
     /* MIG instances (7 x 48 characters). */
