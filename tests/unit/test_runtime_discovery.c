@@ -155,6 +155,73 @@ START_TEST(place_row) {
 }
 END_TEST
 
+/* distbind_relaunched, and distbind_env_overwritten in a process torchrun
+ * re-ranked: its own RANK, WORLD_SIZE, ... are not counted, a GPU list
+ * changed after dist-bind still is. */
+static void record_entry(char *out, size_t len, const char *name, const char *value) {
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) h = (h ^ *p) * 16777619u;
+    snprintf(out + strlen(out), len - strlen(out), "%s%s:%08x", *out ? "," : "", name, h);
+}
+
+START_TEST(relaunched_process) {
+    /* What the plugin set for the agent: RANK=1 of 2, alone on its node. */
+    static const char *const agent[][2] = {{"RANK", "1"},
+                                           {"WORLD_SIZE", "2"},
+                                           {"LOCAL_RANK", "0"},
+                                           {"LOCAL_WORLD_SIZE", "1"},
+                                           {"NODE_RANK", "1"},
+                                           {"MASTER_PORT", "23456"},
+                                           {"DIST_BIND_MODE", "rank"},
+                                           {"DIST_BIND_TASK", "1,0,2"},
+                                           {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+    char record[1024] = "", *names = NULL;
+    for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++) {
+        setenv(agent[i][0], agent[i][1], 1);
+        record_entry(record, sizeof record, agent[i][0], agent[i][1]);
+    }
+    setenv("DIST_BIND_SET", record, 1);
+    distbind_t *db = NULL;
+    ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
+    ck_assert_int_eq(distbind_relaunched(db), 0);
+    distbind_destroy(db);
+    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
+    ck_assert_str_eq(names, "");
+    free(names);
+
+    /* torchrun's worker 4 of 6, local 1 of 3, its own store's port. */
+    setenv("RANK", "4", 1);
+    setenv("WORLD_SIZE", "6", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "3", 1);
+    setenv("GROUP_RANK", "1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
+    ck_assert_int_eq(distbind_relaunched(db), 1);
+    distbind_destroy(db);
+    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
+    ck_assert_msg(strcmp(names, "") == 0, "torchrun's variables counted: %s", names);
+    free(names);
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
+    ck_assert_str_eq(names, "CUDA_VISIBLE_DEVICES");
+    free(names);
+
+    /* The same values without torchrun's re-ranking (RANK as the plugin
+     * set it): WORLD_SIZE and the rest changed after dist-bind. */
+    setenv("RANK", "1", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
+    ck_assert_str_eq(names, "LOCAL_WORLD_SIZE,MASTER_PORT,CUDA_VISIBLE_DEVICES");
+    free(names);
+    ck_assert_int_eq(distbind_relaunched(NULL), 0);
+    for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++) unsetenv(agent[i][0]);
+    unsetenv("GROUP_RANK");
+    unsetenv("DIST_BIND_SET");
+}
+END_TEST
+
 /* Calls in the wrong order or with bad arguments fail cleanly. */
 START_TEST(api_misuse) {
     char **env = make_env(PLUGIN);
@@ -659,6 +726,7 @@ int main(void) {
     tcase_add_loop_test(tc, rank_row, 0, (int)(sizeof rank_rows / sizeof rank_rows[0]));
     tcase_add_loop_test(tc, sec_row, 0, (int)(sizeof sec_rows / sizeof sec_rows[0]));
     tcase_add_test(tc, api_misuse);
+    tcase_add_test(tc, relaunched_process);
     tcase_add_test(tc, world_of_one);
     tcase_add_test(tc, secret_not_shown);
     tcase_add_test(tc, secret_leaves_environment);
