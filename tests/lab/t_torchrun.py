@@ -40,7 +40,7 @@ What the harness adapts, test-only (dist-bind is not changed):
   (on PYTHONPATH, with DIST_BIND_TEST_NO_LIBUV=1) makes TCPStore default to
   use_libuv=False in torchrun and its workers.
 """
-# lab-configs: plain
+# lab-configs: plain cgroup
 # Releases: the default, 22.05 and 26.05 (torch 1.13 and 2.14; 24.11's torch 2.6 was run by hand: passed; not yet in make check there)
 import os, shutil, subprocess, sys
 sys.path.insert(0, os.path.dirname(__file__))
