@@ -164,6 +164,19 @@ static void record_entry(char *out, size_t len, const char *name, const char *va
     snprintf(out + strlen(out), len - strlen(out), "%s%s:%08x", *out ? "," : "", name, h);
 }
 
+/* A handle from the process's environment: relaunched or not, and what
+ * distbind_env_overwritten names. */
+static void expect_process(int relaunched, const char *want) {
+    distbind_t *db = NULL;
+    char *names = NULL;
+    ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
+    ck_assert_int_eq(distbind_relaunched(db), relaunched);
+    distbind_destroy(db);
+    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
+    ck_assert_msg(strcmp(names, want) == 0, "overwritten: got \"%s\", want \"%s\"", names, want);
+    free(names);
+}
+
 START_TEST(relaunched_process) {
     /* What the plugin set for the agent: RANK=1 of 2, alone on its node. */
     static const char *const agent[][2] = {{"RANK", "1"},
@@ -175,50 +188,26 @@ START_TEST(relaunched_process) {
                                            {"DIST_BIND_MODE", "rank"},
                                            {"DIST_BIND_TASK", "1,0,2"},
                                            {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
-    char record[1024] = "", *names = NULL;
+    /* torchrun's worker 4 of 6, local 1 of 3, its own store's port. */
+    static const char *const worker[][2] = {{"RANK", "4"},       {"WORLD_SIZE", "6"},
+                                            {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "3"},
+                                            {"GROUP_RANK", "1"}, {"MASTER_PORT", "29500"}};
+    char record[1024] = "";
     for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++) {
         setenv(agent[i][0], agent[i][1], 1);
         record_entry(record, sizeof record, agent[i][0], agent[i][1]);
     }
     setenv("DIST_BIND_SET", record, 1);
-    distbind_t *db = NULL;
-    ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
-    ck_assert_int_eq(distbind_relaunched(db), 0);
-    distbind_destroy(db);
-    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
-    ck_assert_str_eq(names, "");
-    free(names);
-
-    /* torchrun's worker 4 of 6, local 1 of 3, its own store's port. */
-    setenv("RANK", "4", 1);
-    setenv("WORLD_SIZE", "6", 1);
-    setenv("LOCAL_RANK", "1", 1);
-    setenv("LOCAL_WORLD_SIZE", "3", 1);
-    setenv("GROUP_RANK", "1", 1);
-    setenv("MASTER_PORT", "29500", 1);
-    ck_assert_int_eq(distbind_create(&db), DISTBIND_OK);
-    ck_assert_int_eq(distbind_relaunched(db), 1);
-    distbind_destroy(db);
-    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
-    ck_assert_msg(strcmp(names, "") == 0, "torchrun's variables counted: %s", names);
-    free(names);
+    expect_process(0, "");
+    for (size_t i = 0; i < sizeof worker / sizeof worker[0]; i++) setenv(worker[i][0], worker[i][1], 1);
+    expect_process(1, "");
     setenv("CUDA_VISIBLE_DEVICES", "0", 1);
-    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
-    ck_assert_str_eq(names, "CUDA_VISIBLE_DEVICES");
-    free(names);
-
-    /* The same values without torchrun's re-ranking (RANK as the plugin
-     * set it): WORLD_SIZE and the rest changed after dist-bind. */
-    setenv("RANK", "1", 1);
-    setenv("LOCAL_RANK", "0", 1);
-    setenv("WORLD_SIZE", "2", 1);
-    ck_assert_int_eq(distbind_env_overwritten(&names), DISTBIND_OK);
-    ck_assert_str_eq(names, "LOCAL_WORLD_SIZE,MASTER_PORT,CUDA_VISIBLE_DEVICES");
-    free(names);
+    expect_process(1, "CUDA_VISIBLE_DEVICES");
+    /* The agent's own place again, with the worker's port (a container
+     * plugin's, not a launcher's doing): counted. */
+    for (size_t i = 0; i < 4; i++) setenv(agent[i][0], agent[i][1], 1);
+    expect_process(0, "MASTER_PORT,CUDA_VISIBLE_DEVICES");
     ck_assert_int_eq(distbind_relaunched(NULL), 0);
-    for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++) unsetenv(agent[i][0]);
-    unsetenv("GROUP_RANK");
-    unsetenv("DIST_BIND_SET");
 }
 END_TEST
 
