@@ -1,9 +1,12 @@
 // srun's own command line, read the way srun reads it (getopt_long with
 // "+": its options end at the first word that is neither an option nor an
-// option's value).  SPANK gives a plugin no item for srun's options before
-// the step exists, so init_post_opt reads /proc/self/cmdline and this
-// decides.  The option names are srun's in Slurm 26.05, the first release
-// with --async; what matters about each is whether it takes a value.
+// option's value; a heterogeneous srun's components are separated by the
+// word ":", each with its options, program and arguments).  SPANK gives a
+// plugin no item for srun's options before the step exists, so
+// init_post_opt reads /proc/self/cmdline and this decides (--async, and
+// each component's options for DIST_BIND_SRUN_DEVICES).  The option names
+// are srun's in Slurm 26.05, the first release with --async; what matters
+// about each is whether it takes a value.
 #include <algorithm>
 #include <cstring>
 #include <string_view>
