@@ -246,7 +246,18 @@ distbind_status distbind_connect(distbind_t *h) {
             // before their first collective (library, init, job size): once
             // the ranks have begun one together, a failure there is PEER,
             // SYSTEM or TIMEOUT, so ranks never end up split between them.
-            if (db::rt::pmix_has_server(h->env)) {
+            // Beside an MPI library that would break on the same PMI
+            // server, TCP (beside_mpi.cc).
+            const db::rt::MpiSeen mpi = db::rt::mpi_in_process();
+            std::string skipped;
+            auto clashes = [&](const char *pmi) {
+                std::string why = db::rt::pmi_conflict(mpi, pmi);
+                if (why.empty()) return false;
+                db::rt::debugf("not %s: %s", pmi, why.c_str());
+                skipped = std::string("not ") + pmi + ": " + why;
+                return true;
+            };
+            if (db::rt::pmix_has_server(h->env) && !clashes("pmix")) {
                 try {
                     h->ex = db::rt::make_pmix(c);
                 } catch (const Failure &f) {
@@ -254,7 +265,7 @@ distbind_status distbind_connect(distbind_t *h) {
                     db::rt::debugf("pmix unavailable, trying the next bootstrap: %s", f.what());
                 }
             }
-            if (!h->ex && db::rt::pmi2_has_server(h->env)) {
+            if (!h->ex && db::rt::pmi2_has_server(h->env) && !clashes("pmi2")) {
                 try {
                     h->ex = db::rt::make_pmi2(c);
                 } catch (const Failure &f) {
@@ -262,7 +273,14 @@ distbind_status distbind_connect(distbind_t *h) {
                     db::rt::debugf("pmi2 unavailable, trying the next bootstrap: %s", f.what());
                 }
             }
-            if (!h->ex) h->ex = db::rt::make_tcp(c);
+            if (!h->ex) {
+                try {
+                    h->ex = db::rt::make_tcp(c);
+                } catch (const Failure &f) {
+                    if (skipped.empty()) throw;
+                    fail(f.status, std::string(f.what()) + " (DIST_BIND_BOOTSTRAP=auto took tcp, " + skipped + ")");
+                }
+            }
         } else if (how == "pmix") {
             if (!db::rt::pmix_has_server(h->env))
                 fail(DISTBIND_ERR_UNAVAILABLE,

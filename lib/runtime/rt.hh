@@ -156,6 +156,17 @@ struct PmixPlace {
 // `keep` holds the PMIx client up (for the exchange that usually follows).
 PmixPlace pmix_place(std::shared_ptr<void> &keep, double timeout_s);
 
+// An MPI library in this process (beside_mpi.cc): found through the
+// process's global symbols; version is MPI_Get_library_version's first
+// part ("Open MPI v5.0.7", "MPICH Version:      4.2.1").
+struct MpiSeen {
+    bool present = false, initialized = false;
+    std::string version;
+};
+MpiSeen mpi_in_process();
+// Why auto must not take `pmi` ("pmix", "pmi2") beside that MPI; "" when it may.
+std::string pmi_conflict(const MpiSeen &m, std::string_view pmi);
+
 // PMI2's encoding of bytes (pmi2.cc).
 std::string b64_encode_bytes(const uint8_t *p, size_t n);
 bool b64_decode_bytes(const char *s, size_t n, std::vector<uint8_t> &out);

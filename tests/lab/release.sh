@@ -53,7 +53,8 @@ PACKAGES=(
 # container runtimes the lab runs on that release only (issues 18 and 19).
 extra_packages() {
     case $1 in
-        trixie) echo crun runc ;;
+        trixie) echo python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev \
+                crun runc ;;
         sid) echo python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev \
                 python3-accelerate python3-transformers \
                 apptainer squashfs-tools crun runc ;;

@@ -11,21 +11,25 @@ libdistbind in one process: both agree and both exchanges work.
 
 What each MPI does with each PMI was measured on these releases; a
 combination that cannot run here says so in a NOTE with the reason:
-- Debian's Open MPI (4.1, 6.0) talks PMIx only: under --mpi=pmi2 4.1's
-  MPI_Init fails ("OPAL ERROR: Unreachable"), 6.0 makes every task a world
-  of one; and Debian's 26.05 has no mpi/pmix plugin.
-- Debian's MPICH (4.0, 5.0) talks PMI-1/PMI-2 over Slurm's mpi/pmi2;
+- Debian's Open MPI (4.1, 5.0, 6.0) talks PMIx only: under --mpi=pmi2
+  4.1's MPI_Init fails ("OPAL ERROR: Unreachable"), 5.0 and 6.0 make every
+  task a world of one; and Debian's 26.05 has no mpi/pmix plugin (24.11's
+  runs Open MPI 5.0 and mpi4py 4.0).
+- Debian's MPICH (4.0, 4.2, 5.0) talks PMI-1/PMI-2 over Slurm's mpi/pmi2;
   under --mpi=pmix every task is a world of one (no PMIx in Debian's build).
 - MPICH's shared-memory communicator has one task each, with and without
   --dist-bind alike: MPICH 4.0 under -m arbitrary (Slurm's mpi/pmi2 hands it
   the process mapping "(vector,(0,5,1))", five nodes of one task), MPICH 5.0
   with Slurm 26.05 on every layout (the mapping there is right; cause not
   found).  LOCAL_RANK is right in both.
-- MPI and libdistbind in one process over PMI2 cannot work: PMI-1/PMI-2 have
-  one connection per process (PMI_FD), and a second PMI2_Init on it makes
-  Slurm's server say "invalid pmi1 command received: 'init'" and the step
-  fail.  DIST_BIND_BOOTSTRAP=tcp is the way around it (checked here); over
-  PMIx both clients share the process's one PMIx connection."""
+- MPI and libdistbind in one process, libdistbind's bootstrap left to auto
+  (beside_mpi.cc): over PMI2 a second client cannot work (one connection
+  per process, PMI_FD: Slurm's server says "invalid pmi1 command received:
+  'init'" and the step fails), and Open MPI 5 and later abort in MPI_Init
+  when libdistbind brought PMIx up first; auto takes TCP in both, and each
+  forced failure is measured in a NOTE.  Otherwise both clients share the
+  process's one PMIx connection."""
+# lab-releases: every (the MPIs differ by release: Open MPI 4.1, 5.0, 6.0; MPICH 4.0, 4.2, 5.0)
 import os
 import re
 import shutil
@@ -137,17 +141,31 @@ def check_layout(lab, flavour, argv, mpi, job, hosts, env, what):
     return True
 
 
-def check_together(lab, argv, mpi, job, env, what, order="distbind"):
-    """MPI and libdistbind in one process (both PMI clients where they can)."""
-    e = dict(env, DIST_BIND_LIB=LIBDISTBIND, DIST_BIND_TIMEOUT="60")
+def open_mpi_major():
+    v = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "openmpi-bin"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True).stdout
+    return int(v.split(".")[0]) if v[:1].isdigit() else 0
+
+
+def check_together(lab, flavour, argv, mpi, job, env, what, order="distbind"):
+    """MPI and libdistbind in one process, libdistbind's bootstrap left to
+    auto: PMIx shared with MPI where that works, else TCP (beside_mpi.cc):
+    beside any MPI under PMI2, and before an Open MPI 5 or later's
+    MPI_Init under PMIx."""
+    e = dict(env, DIST_BIND_LIB=LIBDISTBIND, DIST_BIND_TIMEOUT="60", DIST_BIND_DEBUG="1")
+    boot = mpi
     if mpi == "pmi2":
-        e["DIST_BIND_BOOTSTRAP"] = "tcp"
+        boot, why = "tcp", "not pmi2: MPICH"
+    elif flavour == "openmpi" and order == "distbind-first" and open_mpi_major() >= 5:
+        boot, why = "tcp", "not pmix: Open MPI v%d" % open_mpi_major()
     r, got = run(lab, job + " --mpi=" + mpi, argv, e, extra=[order])
-    boot = "tcp" if mpi == "pmi2" else mpi
     what += "MPI and libdistbind in one process (%s, libdistbind over %s): " % (order, boot)
     if not t.eq(sorted(got), list(range(5)), what + "five tasks report"):
         print(r.stdout[-1500:], r.stderr[-1500:])
         return
+    if boot != mpi:
+        t.eq(r.stderr.count(why), 5, what + "every task's debug output says why auto did not take %s (%r)"
+             % (mpi, why))
     t.eq({g["db_gather"] for g in got.values()}, {"ok"}, what + "libdistbind's allgather of the MPI ranks")
     t.eq({g["db_boot"] for g in got.values()}, {boot}, what + "libdistbind's exchange")
     t.eq({r: (g["db_rank"], g["db_local"], g["db_lws"]) for r, g in got.items()},
@@ -181,14 +199,21 @@ with Lab() as lab:
             arb = dict(env, SLURM_HOSTFILE=hostfile)
             check_layout(lab, flavour, argv, mpi, ARBITRARY, HOSTFILE, arb, tag + "arbitrary: ")
             if ok:
-                check_together(lab, argv, mpi, SEED, env, tag)
-                if flavour != "mpi4py" and mpi == "pmix":
-                    check_together(lab, argv, mpi, SEED, env, tag, order="distbind-first")
-                check_together(lab, argv, mpi, ARBITRARY, arb, tag + "arbitrary: ")
+                check_together(lab, flavour, argv, mpi, SEED, env, tag)
+                if flavour != "mpi4py":
+                    check_together(lab, flavour, argv, mpi, SEED, env, tag, order="distbind-first")
+                check_together(lab, flavour, argv, mpi, ARBITRARY, arb, tag + "arbitrary: ")
+            # The conflicts auto steps around, measured once with the PMI forced.
+            forced = None
             if mpi == "pmi2" and flavour == "mpich":
-                # The conflict the docstring describes, measured once.
-                r, got = run(lab, SEED + " --mpi=pmi2", argv, dict(env, DIST_BIND_TIMEOUT="20"), extra=["distbind"])
-                said = sorted(set(re.findall(r"invalid pmi1 command received: '\w+'", r.stderr)))
-                note(tag + "libdistbind over PMI2 beside MPI: %d of 5 tasks finished, srun exit %d %s" % (
-                    sum(1 for g in got.values() if g.get("db_gather") == "ok"), r.returncode, said))
+                forced = "distbind"
+            elif mpi == "pmix" and flavour == "openmpi" and open_mpi_major() >= 5:
+                forced = "distbind-first"
+            if forced:
+                e = dict(env, DIST_BIND_LIB=LIBDISTBIND, DIST_BIND_TIMEOUT="20", DIST_BIND_BOOTSTRAP=mpi)
+                r, got = run(lab, SEED + " --mpi=" + mpi, argv, e, extra=[forced])
+                said = sorted(set(re.findall(r"invalid pmi1 command received: '\w+'|An error occurred in MPI_Init",
+                                             r.stderr)))
+                note(tag + "DIST_BIND_BOOTSTRAP=%s beside MPI (%s): %d of 5 tasks finished, srun exit %d %s" % (
+                    mpi, forced, sum(1 for g in got.values() if g.get("db_gather") == "ok"), r.returncode, said))
 t.done()

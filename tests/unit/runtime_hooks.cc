@@ -257,3 +257,15 @@ int db_rt_test_missing(const unsigned char *body, size_t n, int world) {
     return static_cast<int>(m.missing.size() + m.unreachable.size());
 }
 }
+
+extern "C" int db_rt_test_pmi_conflict(const char *version, int initialized, const char *pmi, char *out, size_t len) {
+    MpiSeen m;
+    m.present = version != nullptr;
+    m.initialized = initialized != 0;
+    m.version = version ? version : "";
+    std::string why = pmi_conflict(m, pmi);
+    db::copy_out(why, out, len);
+    return !why.empty();
+}
+
+extern "C" int db_rt_test_mpi_seen(void) { return mpi_in_process().present; }

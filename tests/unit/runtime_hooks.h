@@ -63,6 +63,13 @@ int db_rt_test_up(const unsigned char *body, size_t n, unsigned long long expect
  * names, or -1 when refused. */
 int db_rt_test_missing(const unsigned char *body, size_t n, int world);
 
+/* Why DIST_BIND_BOOTSTRAP=auto must not take `pmi` ("pmix", "pmi2") beside
+ * an MPI library whose version string is `version` (NULL: none in the
+ * process), MPI_Init done or not: 1 with the reason in out, 0 when it may.
+ * db_rt_test_mpi_seen: whether this process has an MPI library. */
+int db_rt_test_pmi_conflict(const char *version, int initialized, const char *pmi, char *out, size_t len);
+int db_rt_test_mpi_seen(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -687,6 +687,29 @@ START_TEST(sec_row) {
 }
 END_TEST
 
+/* DIST_BIND_BOOTSTRAP=auto beside an MPI library in the process (lab/t_mpi
+ * runs the real ones): never PMI2 (one client per process), and not PMIx
+ * before an Open MPI 5 or later has run MPI_Init. */
+START_TEST(beside_mpi) {
+    char why[512] = "";
+    ck_assert(!db_rt_test_mpi_seen()); /* this test links no MPI */
+    ck_assert(!db_rt_test_pmi_conflict(NULL, 0, "pmi2", why, sizeof why));
+    ck_assert(!db_rt_test_pmi_conflict(NULL, 0, "pmix", why, sizeof why));
+    ck_assert(db_rt_test_pmi_conflict("MPICH Version:      4.2.1", 1, "pmi2", why, sizeof why));
+    assert_contains_all("MPICH", why, "MPICH Version:&PMI-2 serves one client per process");
+    ck_assert(db_rt_test_pmi_conflict("", 0, "pmi2", why, sizeof why));
+    assert_contains_all("unnamed MPI", why, "an MPI library is in this process");
+    ck_assert(db_rt_test_pmi_conflict("Open MPI v5.0.7", 0, "pmix", why, sizeof why));
+    assert_contains_all("Open MPI 5", why, "Open MPI v5.0.7&MPI_Init has not run&PMIx_Init");
+    ck_assert(db_rt_test_pmi_conflict("Open MPI v6.0.0", 0, "pmix", why, sizeof why));
+    ck_assert(!db_rt_test_pmi_conflict("Open MPI v5.0.7", 1, "pmix", why, sizeof why));
+    ck_assert_str_eq(why, "");
+    ck_assert(!db_rt_test_pmi_conflict("Open MPI v4.1.4", 0, "pmix", why, sizeof why));
+    ck_assert(!db_rt_test_pmi_conflict("MPICH Version:      4.2.1", 0, "pmix", why, sizeof why));
+    ck_assert(!db_rt_test_pmi_conflict("Open MPI v5.0.7", 0, "tcp", why, sizeof why));
+}
+END_TEST
+
 /* PMI2's calls (and PMI2_Init, PMIx_Init, getaddrinfo) run on a helper
  * thread: what it throws reaches the caller instead of ending the process,
  * and a helper still blocked at the deadline is left to finish alone. */
@@ -724,6 +747,7 @@ int main(void) {
     tcase_add_test(tc, status_names);
     tcase_add_test(tc, rank_lists);
     tcase_add_test(tc, pmi2_encoding);
+    tcase_add_test(tc, beside_mpi);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
