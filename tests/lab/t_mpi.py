@@ -110,6 +110,15 @@ def run(lab, job, argv, env, extra=(), dist_bind=True):
 
 def check_layout(lab, flavour, argv, mpi, job, hosts, env, what):
     base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False)
+    if len(base) != 5 and "Segmentation fault" in base_r.stderr:
+        # Seen twice in about twenty runs on 24.11, in the lab's first MPI
+        # step only: a task of mpi4py 4.0 / Open MPI 5.0 dies of SIGSEGV
+        # inside MPI_Init, without dist-bind (not reproduced alone in 40
+        # tries).  The baseline is MPI's own behaviour: run it again once,
+        # and say so; the runs with --dist-bind are never repeated.
+        note(what + "without --dist-bind, a task crashed in MPI itself; the baseline runs again once. Its "
+             "stderr began: " + re.sub(r"\s+", " ", base_r.stderr)[:1200])
+        base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False)
     # Without dist-bind the MPI world is the same; key it by MPI rank.
     base = dict(sorted((int(f["rank"]), f) for f in base.values()))
     if not t.eq(sorted(base), list(range(5)), what + "without --dist-bind: five MPI ranks"):
