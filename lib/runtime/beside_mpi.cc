@@ -57,11 +57,13 @@ std::string pmi_conflict(const MpiSeen &m, std::string_view pmi) {
     if (!m.present) return "";
     std::string who = m.version.empty() ? std::string("an MPI library") : m.version;
     if (pmi == "pmi2")
-        return who + " is in this process, and PMI-2 serves one client per process: a second PMI2_Init "
-                     "beside MPI's makes the step fail";
+        return who +
+               " is in this process, and PMI-2 serves one client per process: a second PMI2_Init "
+               "beside MPI's makes the step fail";
     if (pmi == "pmix" && !m.initialized && open_mpi_major(m.version) >= 5)
-        return who + " is in this process and MPI_Init has not run: Open MPI 5 and later skip their own "
-                     "PMIx_Init when PMIx is already up and then fail in MPI_Init";
+        return who +
+               " is in this process and MPI_Init has not run: Open MPI 5 and later skip their own "
+               "PMIx_Init when PMIx is already up and then fail in MPI_Init";
     return "";
 }
 
