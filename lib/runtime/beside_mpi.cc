@@ -9,8 +9,8 @@
 //   with Open MPI 4.1; Open MPI 5 and later skip their own PMIx_Init when
 //   PMIx is already initialised (ompi_rte_init calls it only when
 //   PMIx_Initialized() is false), leave their own process name unset and
-//   abort in MPI_Init, so libdistbind must not be PMIx's first client there.  After
-//   MPI_Init it may: MPI's PMIx_Init has run.
+//   abort in MPI_Init, so libdistbind must not be PMIx's first client
+//   there.  After MPI_Init it may: MPI's PMIx_Init has run.
 // The MPI library is found through the process's global symbols: a program
 // linked with libmpi has them; one that loads MPI later with RTLD_LOCAL
 // (Python's extension modules) is not seen, and then mpi4py's import has
