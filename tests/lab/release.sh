@@ -46,7 +46,6 @@ PACKAGES=(
     python3 python3-torch
     iproute2 mount procps util-linux
     dpkg-dev debhelper fakeroot lintian rpm man-db git
-    libmunge-dev perl # building Slurm itself from source (make lab-release)
 )
 
 # What one suite's root adds: the launchers, MPI stacks, frameworks and
