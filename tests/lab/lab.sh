@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# The lab: a real slurmctld, munged and two slurmd (node1, node2) on this one
-# machine, each slurmd in its own UTS + mount namespace so tasks see their
-# node's hostname and a private /etc/hosts.
+# The lab: a real slurmctld, munged and N slurmd (node1 .. nodeN, two by
+# default) on this one machine, each slurmd in its own UTS + mount namespace
+# so tasks see their node's hostname and a private /etc/hosts, each with its
+# own address in 127/8 (nodeI is 127.0.0.(I+1)), port, spool and fake GPUs.
 #
-#   lab.sh up   [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types]
-#               [--stepmgr] [--oci]
+#   lab.sh up   [--nodes N] [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
+#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--tree SWITCHES]
+#               [--gpu-uuids] [--gpu-types] [--stepmgr] [--oci] [--configless]
 #               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
 #                  --cli-filter: cli_filter/lua with that script;
 #                  --tree-first: topology/tree, NODE's leaf switch first;
+#                  --tree: topology/tree with these leaf switches in this
+#                  order, each a hostlist, ';' between them
+#                  ('node[9-12];node[1-4];node[5-8];node[13-16]'): Slurm
+#                  26.05 starts the block layout on the first one's nodes;
 #                  --gpu-uuids: the GPUs found by gpu/nvidia AutoDetect on a
 #                  fake driver tree (fake_nvidia.sh), listed by UUID (25.11+);
 #                  --gpu-types: half the GPUs of type a100, half v100;
@@ -20,6 +25,14 @@
 #                  --oci: oci.conf for srun --container BUNDLE, with crun
 #                  (its state in DIR/crun; each node's namespace hides the
 #                  cgroup v2 hierarchy, as crun refuses hybrid cgroups);
+#                  --configless: SlurmctldParameters=enable_configless;
+#                  each slurmd fetches its configuration from slurmctld
+#                  (--conf-server), and so do the clients: run them as
+#                  `DIR/client CMD...`, a login node without slurm.conf
+#                  (SLURM_CONF_SERVER); the nodes and the login node see
+#                  the lab's munged at munge's default socket and keep
+#                  slurmd's /run/slurm/conf link, in a tmpfs on /run of
+#                  their own;
 #                  --release: that Slurm release's daemons, in its root,
 #                  see release.sh; its clients: release.sh run 24.11 srun ...)
 #   lab.sh down DIR
@@ -28,6 +41,7 @@
 # environment, e.g. to preload a sanitizer runtime; LAB_SLURMD_DEBUG sets
 # SlurmdDebug (default info).
 #
+# Each node's files are under DIR/nodeI/; DIR/nodes lists the node names.
 # Everything lives under DIR (state, spool, logs, pid files, sockets); `down`
 # stops only the daemons whose pid files are there. Tests use lib.sh, which
 # wraps this with a trap so the lab is torn down also when a test fails.
@@ -81,9 +95,9 @@ pid_alive() {
 # it the kill loops could hit another lab's (or anyone's) processes.
 ns_pids() {
     local d=$1 ns f mine nss="" pid holders
-    holders=" $(cat "$d"/node?/holder.pid 2>/dev/null | tr '\n' ' ') "
+    holders=" $(cat "$d"/node*/holder.pid 2>/dev/null | tr '\n' ' ') "
     mine=$(readlink /proc/self/ns/mnt)
-    for f in "$d"/node?/mntns; do
+    for f in "$d"/node*/mntns; do
         [ -s "$f" ] || continue
         ns=$(cat "$f")
         [ "$ns" != "$mine" ] || continue # never the machine's own namespace
@@ -118,7 +132,7 @@ cgroup_dir() { local b; b=$(basename "$1"); echo "/sys/fs/cgroup/$2/dist-bind-la
 cgroup_remove() {
     local d=$1 c n dir
     [ -f "$d/cgroup" ] || return 0
-    for n in node1 node2; do
+    for n in $(lab_nodes "$d"); do
         for c in $CGROUP_CONTROLLERS; do
             dir=$(cgroup_dir "$d" "$c" "$n")
             [ -d "$dir" ] || continue
@@ -132,7 +146,7 @@ cgroup_remove() {
 node_procs_left() {
     # Anything but the slurmds themselves (their pid files are still there).
     local d=$1 pid keep
-    keep=" $(cat "$d"/node?/slurmd.pid 2>/dev/null | tr '\n' ' ') "
+    keep=" $(cat "$d"/node*/slurmd.pid 2>/dev/null | tr '\n' ' ') "
     for pid in $(ns_pids "$d"); do
         case $keep in *" $pid "*) continue ;; esac
         pid_alive "$pid" && return 0
@@ -150,6 +164,11 @@ stop_pidfile() {
     wait_for 10 eval "! pid_alive $pid" || kill -KILL "$pid" 2>/dev/null || true
 }
 
+# The lab's node names (DIR/nodes; node1 and node2 for a lab made before it).
+lab_nodes() {
+    if [ -f "$1/nodes" ]; then cat "$1/nodes"; else echo node1; echo node2; fi
+}
+
 cmd_down() {
     local d=${1:?lab.sh down DIR}
     [ -f "$d/slurm.conf" ] || die "$d is not a lab directory"
@@ -160,8 +179,8 @@ cmd_down() {
         # message for ever and ignores SIGTERM.
         wait_for 30 eval '! node_procs_left "$d"' || true
     fi
-    stop_pidfile "$d/node1/slurmd.pid"
-    stop_pidfile "$d/node2/slurmd.pid"
+    local n
+    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/slurmd.pid"; done
     stop_pidfile "$d/slurmctld.pid"
     stop_pidfile "$d/munged.pid"
     # Whatever is still inside the nodes' namespaces was started by this
@@ -179,16 +198,19 @@ cmd_down() {
     fi
     left=$(ns_pids "$d" | tr '\n' ' ')
     [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
-    stop_pidfile "$d/node1/holder.pid"
-    stop_pidfile "$d/node2/holder.pid"
+    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/holder.pid"; done
     cgroup_remove "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
 }
 
 cmd_up() {
-    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" uuids=0 types=0 stepmgr=0 oci=0
+    local cpus=3 gpus=4 plugin="" d="" resv=0 cgroup=0 cli_filter="" tree_first="" tree="" uuids=0 types=0
+    local stepmgr=0 oci=0 nnodes=2 configless=0
     while [ $# -gt 0 ]; do
         case $1 in
+            --nodes) nnodes=$2; shift 2 ;;
+            --configless) configless=1; shift ;;
+            --tree) tree=$2; shift 2 ;;
             --cgroup) cgroup=1; shift ;;
             --cli-filter) cli_filter=$2; shift 2 ;;
             --cpus) cpus=$2; shift 2 ;;
@@ -204,14 +226,22 @@ cmd_up() {
             *) die "unknown argument $1" ;;
         esac
     done
+    [[ "$nnodes" =~ ^[0-9]+$ ]] && [ "$nnodes" -ge 1 ] && [ "$nnodes" -le 250 ] || die "--nodes $nnodes: expected 1..250"
+    [ -z "$tree" ] || [ -z "$tree_first" ] || die "--tree and --tree-first: one or the other"
     [ "$(id -u)" = 0 ] || die "the lab needs root (munged, slurmd, namespaces)"
     for b in munged slurmctld slurmd srun unshare; do
         command -v "$b" >/dev/null || die "$b not found (run 'make deps' as root)"
     done
     [ -n "$d" ] || d=$(mktemp -d /tmp/dist-bind-lab.XXXXXX)
     chmod 755 "$d"
-    mkdir -p "$d"/{state,dev,tmp,node1/tmp,node2/tmp}
-    chmod 1777 "$d/tmp" "$d"/node{1,2}/tmp
+    local nodes=() n
+    for i in $(seq 1 "$nnodes"); do nodes+=("node$i"); done
+    printf '%s\n' "${nodes[@]}" >"$d/nodes"
+    local all="node[1-$nnodes]"
+    [ "$nnodes" = 1 ] && all=node1
+    mkdir -p "$d"/{state,dev,tmp}
+    chmod 1777 "$d/tmp"
+    for n in "${nodes[@]}"; do mkdir -p "$d/$n/tmp" && chmod 1777 "$d/$n/tmp"; done
 
     # munged
     dd if=/dev/urandom of="$d/munge.key" bs=1024 count=1 status=none
@@ -228,11 +258,12 @@ cmd_up() {
         gfile="$d/dev/nvidia[0-$((gpus - 1))]"
     fi
 
-    local ctl_port n1_port n2_port
+    local ctl_port port=()
     USED_PORTS=""
     ctl_port=$(free_port); USED_PORTS+=" $ctl_port"
-    n1_port=$(free_port); USED_PORTS+=" $n1_port"
-    n2_port=$(free_port); USED_PORTS+=" $n2_port"
+    for n in "${nodes[@]}"; do
+        port+=("$(free_port)"); USED_PORTS+=" ${port[-1]}"
+    done
 
     local gres_node="" task_plugin=task/none proctrack=proctrack/pgid half=$((gpus / 2))
     [ "$gpus" -gt 0 ] && gres_node="Gres=gpu:$gpus"
@@ -248,7 +279,7 @@ ConstrainDevices=yes
 ConstrainCores=no
 ConstrainRAMSpace=no
 CONF
-        for n in node1 node2; do
+        for n in "${nodes[@]}"; do
             for c in $CGROUP_CONTROLLERS; do mkdir -p "$(cgroup_dir "$d" "$c" "$n")"; done
         done
     fi
@@ -257,12 +288,24 @@ CONF
         install -m 0644 "$cli_filter" "$d/cli_filter.lua"
     fi
     if [ -n "$tree_first" ]; then
-        # topology/tree with NODE's leaf switch listed first: Slurm 26.05
-        # places task 0 on the lowest-ranked node, which is then NODE.
-        local other=node1
-        [ "$tree_first" = node1 ] && other=node2
-        printf 'SwitchName=s0 Nodes=%s\nSwitchName=s1 Nodes=%s\nSwitchName=top Switches=s[0-1]\n' \
-            "$tree_first" "$other" >"$d/topology.conf"
+        # NODE's leaf switch first, the other nodes on a second one.
+        local others=() ; for n in "${nodes[@]}"; do [ "$n" = "$tree_first" ] || others+=("$n"); done
+        tree=$tree_first
+        [ ${#others[@]} = 0 ] || tree+=";$(IFS=,; echo "${others[*]}")"
+    fi
+    if [ -n "$tree" ]; then
+        # topology/tree with the leaf switches in the order given: Slurm
+        # 26.05 ranks the nodes by it and places task 0 on the lowest-ranked
+        # node, the first switch's first node.
+        local sw=() leaf
+        IFS=';' read -r -a sw <<<"$tree"
+        : >"$d/topology.conf"
+        for i in "${!sw[@]}"; do
+            leaf=${sw[$i]}
+            [ -n "$leaf" ] || die "--tree '$tree': an empty switch"
+            echo "SwitchName=s$i Nodes=$leaf" >>"$d/topology.conf"
+        done
+        echo "SwitchName=top Switches=s[0-$((${#sw[@]} - 1))]" >>"$d/topology.conf"
     fi
     cat >"$d/slurm.conf" <<CONF
 ClusterName=lab
@@ -288,8 +331,10 @@ TmpFS=$d/%n/tmp
 ProctrackType=$proctrack
 TaskPlugin=$task_plugin
 $([ -n "$cli_filter" ] && echo "CliFilterPlugins=cli_filter/lua")
-$([ -n "$tree_first" ] && echo "TopologyPlugin=topology/tree")
-$([ "$stepmgr" = 1 ] && printf 'SlurmctldParameters=enable_stepmgr\nPrologFlags=contain')
+$([ -n "$tree" ] && echo "TopologyPlugin=topology/tree")
+$(params=(); [ "$stepmgr" = 1 ] && params+=(enable_stepmgr); [ "$configless" = 1 ] && params+=(enable_configless)
+  [ ${#params[@]} = 0 ] || echo "SlurmctldParameters=$(IFS=,; echo "${params[*]}")"
+  [ "$stepmgr" = 1 ] && echo "PrologFlags=contain")
 # Job ids of concurrent labs (and of earlier runs) do not repeat.
 FirstJobId=$((1000 + RANDOM * 16 + RANDOM % 16))
 SelectType=select/cons_tres
@@ -313,22 +358,23 @@ MinJobAge=2
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=20
-NodeName=node1 NodeHostname=node1 NodeAddr=127.0.0.2 Port=$n1_port CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN
-NodeName=node2 NodeHostname=node2 NodeAddr=127.0.0.3 Port=$n2_port CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN
-PartitionName=lab Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+$(for i in "${!nodes[@]}"; do
+    echo "NodeName=${nodes[$i]} NodeHostname=${nodes[$i]} NodeAddr=127.0.0.$((i + 2)) Port=${port[$i]} CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN"
+  done)
+PartitionName=lab Nodes=$all Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
     if [ "$uuids" = 1 ]; then
         # gpu/nvidia AutoDetect on the fake driver tree of fake_nvidia.sh;
         # Flags=env_uuid (26.05) lists the GPUs by UUID.
-        printf 'AutoDetect=nvidia\nNodeName=node[1-2] Name=gpu Flags=env_uuid\n' >"$d/gres.conf"
+        printf 'AutoDetect=nvidia\nNodeName=%s Name=gpu Flags=env_uuid\n' "$all" >"$d/gres.conf"
     elif [ "$types" = 1 ]; then
         # Two GPU types per node: the first half a100, the rest v100.
-        printf 'AutoDetect=off\nNodeName=node[1-2] Name=gpu Type=a100 File=%s\nNodeName=node[1-2] Name=gpu Type=v100 File=%s\n' \
-            "$d/dev/nvidia[0-$((half - 1))]" "$d/dev/nvidia[$half-$((gpus - 1))]" >"$d/gres.conf"
+        printf 'AutoDetect=off\nNodeName=%s Name=gpu Type=a100 File=%s\nNodeName=%s Name=gpu Type=v100 File=%s\n' \
+            "$all" "$d/dev/nvidia[0-$((half - 1))]" "$all" "$d/dev/nvidia[$half-$((gpus - 1))]" >"$d/gres.conf"
     else
         {
             echo "AutoDetect=off"
-            [ "$gpus" -gt 0 ] && echo "NodeName=node[1-2] Name=gpu File=$gfile"
+            [ "$gpus" -gt 0 ] && echo "NodeName=$all Name=gpu File=$gfile"
         } >"$d/gres.conf"
     fi
     if [ -n "$plugin" ]; then
@@ -350,13 +396,36 @@ RunTimeDelete="$crun delete --force %n.%u.%j.%s.%t"
 RunTimeRun="$crun --cgroup-manager=disabled run --bundle %b %n.%u.%j.%s.%t"
 CONF
     fi
-    printf '127.0.0.1 localhost\n127.0.0.2 node1\n127.0.0.3 node2\n' >"$d/hosts"
+    {
+        echo "127.0.0.1 localhost"
+        for i in "${!nodes[@]}"; do echo "127.0.0.$((i + 2)) ${nodes[$i]}"; done
+    } >"$d/hosts"
+    # Before slurmd or a client has a configuration it finds munged at the
+    # default socket only: a tmpfs on /run of the node's (or login node's)
+    # own namespace links it to the lab's.
+    local own_run="mount -t tmpfs -o size=1m,mode=0755 dist-bind-lab-run /run && mkdir /run/munge && ln -s '$d/munge.sock' /run/munge/munge.socket.2"
+    if [ "$configless" = 1 ]; then
+        # The login node has no Slurm configuration of its own (an empty
+        # /etc/slurm), but for cli_filter.lua on Slurm before 23.02, whose
+        # clients fetch the controller's copy and do not use it.
+        local etc="mount -t tmpfs -o size=1m,mode=0755 dist-bind-lab-etc /etc/slurm"
+        if [ -n "$cli_filter" ] && [[ "$(slurmctld -V)" =~ \ 22\. ]]; then
+            etc+=" && cp '$d/cli_filter.lua' /etc/slurm/"
+        fi
+        cat >"$d/client" <<CLIENT
+#!/bin/sh
+# A login node of this configless lab: CMD in a mount namespace of its own
+# without slurm.conf, fetching the configuration from slurmctld.
+exec unshare --mount --propagation private sh -c "$own_run && { [ ! -d /etc/slurm ] || $etc; } && exec env -u SLURM_CONF SLURM_CONF_SERVER=127.0.0.1:$ctl_port \\"\\\$@\\"" sh "\$@"
+CLIENT
+        chmod 755 "$d/client"
+    fi
     printf 'export SLURM_CONF=%s/slurm.conf\n' "$d" >"$d/env"
 
     export SLURM_CONF=$d/slurm.conf
     slurmctld -c -i >"$d/slurmctld.out" 2>&1 || die "slurmctld failed: $(tail -5 "$d/slurmctld.log")"
-    local n c binds
-    for n in node1 node2; do
+    local c binds slurmd_args
+    for n in "${nodes[@]}"; do
         mkdir -p "$d/$n/spool"
         # Slurm 25.05+ slurmd (cgroup v1) resets the memory and cpuset
         # limits of the cgroup it starts in, which here is the machine's
@@ -372,15 +441,20 @@ CONF
                 binds+="mount --bind '$(cgroup_dir "$d" "$c" "$n")' /sys/fs/cgroup/$c && "
             done
         fi
+        slurmd_args="-N $n"
+        if [ "$configless" = 1 ]; then
+            binds+="$own_run && "
+            slurmd_args="--conf-server 127.0.0.1:$ctl_port -N $n"
+        fi
         # The namespace is recorded before slurmd starts, so `down` finds
         # every process of the node, whatever happens next.
         unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && exec env ${LAB_SLURMD_ENV:-} slurmd -N $n" \
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && exec env $([ "$configless" = 1 ] && echo "-u SLURM_CONF") ${LAB_SLURMD_ENV:-} slurmd $slurmd_args" \
             >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
     done
-    if ! wait_for 30 lab_ready "$d"; then
+    if ! wait_for $((30 + nnodes / 2)) lab_ready "$d"; then
         timeout 5 sinfo -N >&2 || true
-        for f in "$d/slurmctld.log" "$d"/node?/slurmd.log; do
+        for f in "$d/slurmctld.log" "$d"/node*/slurmd.log; do
             [ -f "$f" ] && { echo "== $f" >&2; tail -n 5 "$f" >&2; }
         done
         return 1
@@ -388,16 +462,17 @@ CONF
     echo "$d"
 }
 
-# Both nodes idle; fails at once (instead of waiting) if a daemon died.
+# Every node idle; fails at once (instead of waiting) if a daemon died.
 lab_ready() {
-    local d=$1 f
-    for f in "$d/slurmctld.pid" "$d/node1/slurmd.pid" "$d/node2/slurmd.pid"; do
+    local d=$1 f n states
+    for f in "$d/slurmctld.pid" $(for n in $(lab_nodes "$d"); do echo "$d/$n/slurmd.pid"; done); do
         if [ -s "$f" ] && ! pid_alive "$(cat "$f")"; then
             echo "lab: the daemon of $f died" >&2
             return 2
         fi
     done
-    [ "$(timeout 5 sinfo -h -o %t -N 2>/dev/null | sort -u | tr -d '\n')" = idle ]
+    states=$(timeout 5 sinfo -h -o '%t %D' 2>/dev/null) || return 1
+    [ "$states" = "idle $(lab_nodes "$d" | wc -l)" ]
 }
 
 # Ports are picked at random and checked, but another process can take one
@@ -444,5 +519,5 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 case ${1:-} in
     up | down) release_hook "$@" ;;
-    *) echo "usage: lab.sh up [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--gpu-uuids] [--gpu-types] [--stepmgr] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
+    *) echo "usage: lab.sh up [--nodes N] [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports] [--cgroup] [--cli-filter LUA] [--tree-first NODE | --tree SWITCHES] [--gpu-uuids] [--gpu-types] [--stepmgr] [--oci] [--configless] [--release R] | lab.sh down DIR" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
-"""Helpers for tests on the lab: a real slurmctld, munged and two slurmd.
+"""Helpers for tests on the lab: a real slurmctld, munged and two slurmd
+(or N: Lab(nodes=16)).
 
 A test script does
 
@@ -105,7 +106,7 @@ def lab_config():
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
                  cli_filter=None, tree_first=None, slurmd_debug=None, gpu_uuids=False, gpu_types=False,
-                 stepmgr=False, oci=False):
+                 stepmgr=False, oci=False, nodes=2, tree=None, configless=False):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -113,7 +114,11 @@ class Lab:
         script for cli_filter/lua, None for the default (the packaged
         dist-bind filter in the cgroup configuration, as the README tells
         sites with device cgroups to install it; none otherwise), False for
-        none."""
+        none.  nodes: slurmds node1 .. nodeN (lab.sh --nodes); tree: leaf
+        switches in order, each a hostlist, ';' between them (lab.sh
+        --tree); configless: slurmd and every client command fetch their
+        configuration from slurmctld (lab.sh --configless): run() runs
+        clients as a login node without slurm.conf."""
         require_lab()
         self.config = lab_config()
         self.cgroup = "cgroup" in self.config
@@ -121,6 +126,9 @@ class Lab:
             cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
         self.tree_first = tree_first  # topology/tree with this node's leaf switch first
+        self.tree = tree  # topology/tree with these leaf switches, in order
+        self.nodes = nodes
+        self.configless = configless
         self.slurmd_debug = slurmd_debug  # SlurmdDebug (default info)
         self.gpu_uuids = gpu_uuids  # GPUs by gpu/nvidia AutoDetect, listed by UUID (lab.sh --gpu-uuids)
         self.gpu_types = gpu_types  # half the GPUs a100, half v100 (lab.sh --gpu-types)
@@ -149,7 +157,12 @@ class Lab:
         ])
 
     def __enter__(self):
-        cmd = [os.path.join(HERE, "lab.sh"), "up", "--cpus", str(self.cpus), "--gpus", str(self.gpus)]
+        cmd = [os.path.join(HERE, "lab.sh"), "up", "--nodes", str(self.nodes), "--cpus", str(self.cpus),
+               "--gpus", str(self.gpus)]
+        if self.tree:
+            cmd += ["--tree", self.tree]
+        if self.configless:
+            cmd.append("--configless")
         if self.resv_ports:
             cmd.append("--resv-ports")
         if self.cgroup:
@@ -198,6 +211,10 @@ class Lab:
         for k in list(self.env):
             if k.startswith(("SLURM_", "SPANK_", "MASTER_", "DIST_BIND_")) and k != "SLURM_CONF":
                 del self.env[k]
+        self.node_names = open(os.path.join(self.dir, "nodes")).read().split()
+        # A configless lab's clients run as a login node without slurm.conf
+        # (DIR/client); lab.sh itself still finds the file.
+        self.client = [os.path.join(self.dir, "client")] if self.configless else []
         self.plugstack(self.initial[1], self.initial[0])
         return self
 
@@ -218,11 +235,36 @@ class Lab:
             line = raw if raw is not None else "%s %s %s" % (kind, so, args)
             with open(os.path.join(self.dir, name), "w") as f:
                 f.write(line.rstrip() + "\n")
+        if self.configless:
+            self._push_config("plugstack.conf")
+
+    def _push_config(self, name):
+        """Configless: slurmctld sends its files to the nodes when told to
+        reconfigure (srun fetches them itself); wait until every node has
+        this one."""
+        import time
+        with open(os.path.join(self.dir, name)) as f:
+            want = f.read()
+        self.run(["scontrol", "reconfigure"])
+        deadline = time.monotonic() + 60
+        for n in self.node_names:
+            path = os.path.join(self.dir, n, "spool", "conf-cache", name)
+            while True:
+                try:
+                    with open(path) as f:
+                        if f.read() == want:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("configless lab: %s did not get the new %s" % (n, name))
+                time.sleep(0.2)
 
     def run(self, argv, env=None, timeout=60, input=None):
         e = dict(self.env)
         if env:
             e.update(env)
+        argv = self.client + list(argv)
         import time
         start = time.monotonic()
         try:
@@ -249,7 +291,7 @@ class Lab:
             r = self.run(["sinfo", "-h", "-N", "-o", "%N %t %E"])
             states = sorted(r.stdout.strip().splitlines())
             bad = [x for x in states if any(w in x.split()[1] for w in ("drain", "drng", "down", "fail"))]
-            idle = len(states) == 2 and all(x.split()[1] == "idle" for x in states)
+            idle = len(states) == len(self.node_names) and all(x.split()[1] == "idle" for x in states)
             if bad or idle or time.monotonic() > deadline:
                 return not bad and idle, states
             time.sleep(0.5)
@@ -279,7 +321,8 @@ class Lab:
         e = dict(self.env)
         if env:
             e.update(env)
-        p = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        p = subprocess.Popen(self.client + list(argv), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=self.dir)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -290,7 +333,7 @@ class Lab:
             jobs = runtime_deadlocked_jobs(self.dir)
             if jobs or time.monotonic() > deadline:
                 for j in jobs:
-                    subprocess.run(["scancel", j], env=self.env, stderr=subprocess.DEVNULL)
+                    subprocess.run(self.client + ["scancel", j], env=self.env, stderr=subprocess.DEVNULL)
                 p.kill()
                 out, err = p.communicate()
                 if jobs:
@@ -336,7 +379,7 @@ def runtime_deadlocked_jobs(labdir):
     never exec'd and is blocked in a futex inside the ASan runtime (see
     Lab.srun)."""
     jobs, nss = set(), set()
-    for n in ("node1", "node2"):
+    for n in open(os.path.join(labdir, "nodes")).read().split():
         try:
             nss.add(open(os.path.join(labdir, n, "mntns")).read().strip())
         except OSError:
