@@ -10,6 +10,7 @@
 #include <slurm/spank.h>
 
 #include "db_core.h"
+#include "slurm_api.h"
 
 #define DB_PREFIX "dist-bind: "
 #define DB_OPT_MAX 256
@@ -43,15 +44,6 @@ int db_local_secret(const struct db_glue *g);
  * tasks, every component's. */
 void db_local_devices_hint(const struct db_glue *g);
 
-/* dlsym gives no types: the build against each release's slurm.h checks
- * that a function srun looks up has the type the glue calls it with
- * (typeof does not refer to the symbol, so nothing links against it). */
-#define DB_API_TYPE(fn, type) \
-    _Static_assert(__builtin_types_compatible_p(type, __typeof__(&fn)), #fn " has changed type in slurm.h")
-
-/* srun: a Slurm API function by name, else by its name in older releases
- * (NULL for none); NULL if srun has neither. */
-void *db_slurm_api(const char *name, const char *older);
 /* srun: a message the user sees with --dist-bind=...,verbose (and
  * otherwise with srun -v). */
 void db_local_say(const db_request *eff, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,20 +1,23 @@
 /*
  * srun side, after the step exists and before launch.  srun draws the
  * step's secret for libdistbind's TCP bootstrap (DIST_BIND_SECRET: 256 bits
- * from getrandom, new for every step), and reads the step's layout from
- * slurmctld (or its stepmgr) once: where rank 0 runs, and each node's
- * NODE_RANK in the order of the lowest rank it runs.  Only srun can tell
- * either wherever rank 0 is not on the step's first node (-m arbitrary;
- * from Slurm 26.05 a topology plugin's node ranking).  Both reach the tasks
- * through srun's environment, which srun merges into the step's after this
- * callback.
+ * from getrandom, new for every step).  Where the nodes cannot tell rank
+ * 0's node and each node's NODE_RANK (the order of the lowest rank each
+ * runs) from Slurm's node order, srun reads the step's layout from
+ * slurmctld (or its stepmgr), once: -m arbitrary, and from Slurm 26.05 a
+ * topology plugin's node ranking.  master_addr=addr needs rank 0's node
+ * name too, and its NodeAddr from srun's own configuration (slurmctld is
+ * asked only for a node that configuration does not name).  On every other
+ * layout (block, cyclic, plane) srun asks slurmctld nothing: the nodes go
+ * by Slurm's node order and check it against their own ranks.  The hints
+ * reach the tasks through srun's environment, which srun merges into the
+ * step's after this callback.
  *
- * The Slurm API is looked up with dlsym (db_slurm_api): srun always has
+ * The Slurm API is looked up with dlsym (slurm_api.c): srun always has
  * libslurm loaded, and the plugin does not link against it (slurmstepd
  * loads it too).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,12 +40,6 @@ DB_API_TYPE(slurm_job_step_layout_get, layout_get_f);
 DB_API_TYPE(slurm_job_step_layout_free, layout_free_f);
 DB_API_TYPE(slurm_load_node_single, load_node_f);
 DB_API_TYPE(slurm_free_node_info_msg, free_node_f);
-
-void *db_slurm_api(const char *name, const char *older) {
-    void *f = dlsym(RTLD_DEFAULT, name);
-    if (!f && older) f = dlsym(RTLD_DEFAULT, older);
-    return f;
-}
 
 void db_local_say(const db_request *eff, const char *fmt, ...) {
     char msg[DB_ERRLEN];
@@ -102,12 +99,16 @@ static int read_layout(uint32_t job, uint32_t step, struct layout_hints *h, char
     return rc;
 }
 
-static int node_addr(const char *name, char *out, size_t len) {
+/* NodeAddr of node `name`: from srun's own configuration, else (a dynamic
+ * node, which slurm.conf does not list) from slurmctld. */
+static int node_addr(const db_request *eff, const char *name, char *out, size_t len) {
     load_node_f load = (load_node_f)db_slurm_api("slurm_load_node_single", NULL);
     free_node_f release = (free_node_f)db_slurm_api("slurm_free_node_info_msg", NULL);
     node_info_msg_t *msg = NULL;
     int rc = -1;
 
+    if (db_slurm_node_addr(name, out, len) == 0) return 0;
+    db_local_say(eff, "srun's configuration names no NodeAddr of node %s: asking slurmctld", name);
     if (!load || !release) {
         slurm_error(DB_PREFIX "srun has no slurm_load_node_single: cannot get NodeAddr of node %s", name);
         return -1;
@@ -153,19 +154,23 @@ out:
     return rc;
 }
 
-/* Rank 0's address and the node ranks for the step's tasks.  Where the
- * nodes could tell rank 0's address themselves, failing to read the layout
- * only costs the hints: the nodes then go by Slurm's node order and stop
- * the step if rank 0 does not run on its first node. */
+/* Rank 0's address and the node ranks for the step's tasks, where only the
+ * layout tells them.  Where the nodes could tell rank 0's address
+ * themselves, failing to read the layout only costs the hints: the nodes
+ * then go by Slurm's node order and stop the step if their own ranks do
+ * not fit it. */
 static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *eff) {
-    /* Both read srun's environment before setenv() below may move it. */
-    const int needed = db_srun_needs_rank0(&g->cfg, eff, (const char *const *)environ);
-    const int wanted = db_srun_wants_rank0(&g->cfg, eff, (const char *const *)environ);
+    /* All read srun's environment before setenv() below may move it. */
+    const char *const *env = (const char *const *)environ;
+    const int needed = db_srun_needs_rank0(&g->cfg, eff, env);
+    const int wanted = db_srun_wants_rank0(&g->cfg, eff, env);
+    const int reads = db_srun_reads_layout(&g->cfg, eff, env, db_slurm_topology_may_rank());
     struct layout_hints h = {NULL, ""};
     char why[DB_ERRLEN], err[DB_ERRLEN], addr[256], value[512];
     uint32_t job = 0, step = 0;
     int rc = -1;
 
+    if (!reads) return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
         snprintf(why, sizeof why, "cannot read the job and step id in srun");
@@ -188,7 +193,7 @@ static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *e
     }
     if (wanted) {
         addr[0] = '\0';
-        if (g->cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(h.rank0, addr, sizeof addr) != 0) goto out;
+        if (g->cfg.addr_kind == DB_ADDR_NODEADDR && node_addr(eff, h.rank0, addr, sizeof addr) != 0) goto out;
         if (db_format_master_addr(&g->cfg, h.rank0, addr, value, sizeof value, err, sizeof err) != 0) {
             slurm_error(DB_PREFIX "%s", err);
             goto out;

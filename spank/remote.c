@@ -80,6 +80,9 @@ int db_remote_user_init(spank_t sp, struct db_glue *g) {
         }
     }
     in.container_env_early = SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0);
+    /* Device cgroups as this node applies them: slurmd's configuration,
+     * not a word from srun or the job's environment. */
+    if (eff.mode != DB_MODE_OFF) in.node_devices = db_slurm_node_devices();
     if (db_node_plan_new(&g->cfg, &eff, &in, &g->node, err, sizeof err) != 0) {
         slurm_error(DB_PREFIX "%s", err);
         goto fail;

@@ -59,6 +59,12 @@ int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char 
     return cfg->addr_kind == DB_ADDR_NODEADDR || db::distribution_is_arbitrary(db::env_get(env, "SLURM_DISTRIBUTION"));
 }
 
+int db_srun_reads_layout(const db_config *cfg, const db_request *eff, const char *const *env, int topology_may_rank) {
+    if (eff->mode == DB_MODE_OFF || eff->mode == DB_MODE_UNSET) return 0;
+    return topology_may_rank != 0 || db::distribution_is_arbitrary(db::env_get(env, "SLURM_DISTRIBUTION")) ||
+           db_srun_needs_rank0(cfg, eff, env);
+}
+
 int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out, size_t outlen,
                           char *err, size_t errlen) {
     return guarded(err, errlen, [&] {

@@ -103,24 +103,38 @@ int db_layout_hints(uint32_t nnodes, uint32_t ntasks, const uint16_t *tasks, con
  * separate value: with `--its-option VALUE`, VALUE counts as the program. */
 int db_srun_async(int argc, const char *const *argv);
 
-/* Variable srun uses to tell the nodes what only srun and slurmctld know:
- * "cgroup" (TaskPlugin task/cgroup with ConstrainDevices=yes in slurmctld's
- * configuration: Slurm confines the devices of a task it binds per task and
- * numbers its lists inside the cgroup) or "none", then ",task-sharing"
- * (--gres-flags=allow-task-sharing: bound, not confined) and
- * ",gpus-per-task=K" (the step asked for K GPUs per task); one such section
- * per component of a heterogeneous srun (A : B), ';' between them, each
- * with that component's options.  Removed from every task. */
+/* Variable srun uses to tell the nodes what only srun's command line says:
+ * ",task-sharing" (--gres-flags=allow-task-sharing: bound, not confined)
+ * and ",gpus-per-task=K" (the step asked for K GPUs per task), after a
+ * first word, "cgroup" (srun's TaskPlugin includes task/cgroup) or "none",
+ * which nodes of dist-bind 0.1.0 take for device confinement (later ones
+ * read their own configuration); one such section per component of a
+ * heterogeneous srun (A : B), ';' between them, each with that component's
+ * options.  Removed from every task. */
 #define DB_DEVICES_HINT "DIST_BIND_SRUN_DEVICES"
 
-/* srun: the value of DB_DEVICES_HINT into `out`, from slurmctld's
- * TaskPlugin, its cgroup.conf as slurm_print_key_pairs() prints it ("Name =
- * value" lines), srun's whole command line (argv[0] is srun; each
- * component's options up to its program) and environment (--gres-flags,
- * --gpus-per-task, --tres-per-task and their SLURM_* variables).  Pure; -1
- * only when `out` is too small or memory ran out. */
-int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
-                 const char *const *env, char *out, size_t outlen);
+/* Does this TaskPlugin list ("task/affinity,task/cgroup", "cgroup")
+ * include task/cgroup?  1 or 0. */
+int db_task_plugin_cgroup(const char *task_plugins);
+
+/* Whether Slurm confines the devices of a task it binds per task. */
+enum db_node_devices {
+    DB_DEVICES_UNKNOWN = 0,
+    DB_DEVICES_OPEN,     /* every GPU it is shown can be opened */
+    DB_DEVICES_CONFINED, /* task/cgroup with ConstrainDevices=yes */
+};
+
+/* From a TaskPlugin list and cgroup.conf as slurm_print_key_pairs() prints
+ * it ("Name = value" lines): enum db_node_devices. */
+int db_devices_from_conf(const char *task_plugins, const char *cgroup_conf);
+
+/* srun: the value of DB_DEVICES_HINT into `out`, from srun's TaskPlugin,
+ * its whole command line (argv[0] is srun; each component's options up to
+ * its program) and environment (--gres-flags, --gpus-per-task,
+ * --tres-per-task and their SLURM_* variables).  Pure; -1 only when `out`
+ * is too small or memory ran out. */
+int db_srun_hint(const char *task_plugins, int argc, const char *const *argv, const char *const *env, char *out,
+                 size_t outlen);
 
 /* db_task_plan_new's return value for an error that every task of the node
  * reports alike: the glue reports it once per node (local task 0). */
@@ -160,6 +174,13 @@ int db_srun_wants_rank0(const db_config *cfg, const db_request *eff, const char 
  * distribution; master_addr=addr)?  Then failing to get it fails the step. */
 int db_srun_needs_rank0(const db_config *cfg, const db_request *eff, const char *const *env);
 
+/* Does srun read the step's layout from slurmctld (one RPC)?  Only where
+ * the nodes cannot tell NODE_RANK and rank 0's node from Slurm's node order
+ * and their own ranks: an arbitrary distribution, a topology that may order
+ * the nodes (`topology_may_rank`: 1, 0, or -1 for unknown), and rank 0's
+ * node name for master_addr=addr.  Never with mode off. */
+int db_srun_reads_layout(const db_config *cfg, const db_request *eff, const char *const *env, int topology_may_rank);
+
 /* Format MASTER_ADDR from rank 0's node name (and NodeAddr where the config
  * asks for it; may be NULL otherwise). */
 int db_format_master_addr(const db_config *cfg, const char *node_name, const char *node_addr, char *out, size_t outlen,
@@ -189,6 +210,9 @@ typedef struct db_node_input {
      * dist-bind's PET_* defaults. */
     int argc;
     const char *const *argv;
+    /* Whether this node confines the devices of a task Slurm binds per
+     * task, from its own configuration (enum db_node_devices). */
+    int node_devices;
 } db_node_input;
 
 /* --dist-bind=closest: the node's topology-aware choice.  lib/topo makes

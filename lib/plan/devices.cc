@@ -1,14 +1,18 @@
-// srun's word to the nodes (DB_DEVICES_HINT) about what they cannot see:
+// Device cgroups and srun's word to the nodes (DB_DEVICES_HINT).
 //
-// - whether Slurm confines the devices of a task it binds per task.  It
-//   numbers a task's GPU lists inside the task's device cgroup, and confines
-//   a task it binds per task to its own GPUs, exactly when TaskPlugin
-//   includes task/cgroup and cgroup.conf has ConstrainDevices=yes (unless
-//   the step asked for --gres-flags=allow-task-sharing);
+// Slurm numbers a task's GPU lists inside the task's device cgroup, and
+// confines a task it binds per task to its own GPUs, exactly when TaskPlugin
+// includes task/cgroup and cgroup.conf has ConstrainDevices=yes (unless the
+// step asked for --gres-flags=allow-task-sharing).  Each node reads that
+// from its own configuration (db_devices_from_conf).  srun tells the nodes
+// what only its command line says:
 // - how many GPUs each task asked for (--gpus-per-task, --tres-per-task),
 //   which the nodes need where Slurm binds none (--gpu-bind=none).  From
 //   25.05 a step may ask for several types per task
-//   (--gpus-per-task=a100:1,v100:1); Slurm binds their sum (per_task:2).
+//   (--gpus-per-task=a100:1,v100:1); Slurm binds their sum (per_task:2);
+// - --gres-flags=allow-task-sharing;
+// and, first, whether its own TaskPlugin has task/cgroup, which is all a
+// node of dist-bind 0.1.0 knows of device cgroups.
 #include <cstring>
 #include <string>
 
@@ -90,12 +94,30 @@ bool tres_gpu_count(std::string_view tres, uint64_t &k) {
 
 }  // namespace db
 
-extern "C" int db_srun_hint(const char *task_plugins, const char *cgroup_conf, int argc, const char *const *argv,
-                            const char *const *env, char *out, size_t outlen) try {
+extern "C" int db_task_plugin_cgroup(const char *task_plugins) {
+    try {
+        return task_plugins && db::has_plugin(task_plugins, "task/cgroup");
+    } catch (...) {
+        return 0;  // out of memory
+    }
+}
+
+extern "C" int db_devices_from_conf(const char *task_plugins, const char *cgroup_conf) try {
+    if (!db_task_plugin_cgroup(task_plugins)) return DB_DEVICES_OPEN;
+    const std::string constrain = db::key_pair(cgroup_conf ? cgroup_conf : "", "ConstrainDevices");
+    // Slurm's own default for a cgroup.conf that does not say is "no".
+    return constrain == "yes" || constrain == "Yes" ? DB_DEVICES_CONFINED : DB_DEVICES_OPEN;
+} catch (...) {
+    return DB_DEVICES_UNKNOWN;
+}
+
+extern "C" int db_srun_hint(const char *task_plugins, int argc, const char *const *argv, const char *const *env,
+                            char *out, size_t outlen) try {
     using namespace db;
-    const std::string constrain = key_pair(cgroup_conf ? cgroup_conf : "", "ConstrainDevices");
-    const bool cgroup =
-        task_plugins && has_plugin(task_plugins, "task/cgroup") && (constrain == "yes" || constrain == "Yes");
+    // A node of 0.1.0 takes "cgroup" for confinement: it refuses, rather
+    // than mislead, a step it cannot tell (srun does not read cgroup.conf,
+    // which in configless mode it does not even have).
+    const bool cgroup = db_task_plugin_cgroup(task_plugins);
     // One section per component: its own --gres-flags and GPUs per task.
     auto section = [&](int n, const char *const *opts) {
         std::string word = cgroup ? "cgroup" : "none";

@@ -26,7 +26,9 @@ namespace {
 constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
                                     "ZE_AFFINITY_MASK"};
 
-void check_counts(const db_node_input &in) {
+// The step's task counts per node in Slurm's node order, checked against
+// the items (empty where Slurm set no SLURM_STEP_TASKS_PER_NODE).
+std::vector<uint32_t> check_counts(const db_node_input &in) {
     auto bad = [&](const std::string &what) {
         throw Error("inconsistent step " + step_name(in.job_id, in.step_id) + ": " + what);
     };
@@ -39,7 +41,9 @@ void check_counts(const db_node_input &in) {
         bad(std::to_string(in.local_ntasks) + " tasks on this node > " + std::to_string(in.ntasks) + " in the step");
 
     // Slurm's own summary must agree with the items.
-    if (const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE")) {
+    const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE");
+    if (!tpn) return {};
+    {
         std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE", in.nnodes,
                                                             "the step has " + std::to_string(in.nnodes));
         uint64_t sum = 0;
@@ -53,7 +57,32 @@ void check_counts(const db_node_input &in) {
         if (counts[in.node_id] != in.local_ntasks)
             throw Error(what + ": " + std::to_string(counts[in.node_id]) + " tasks on node " +
                         std::to_string(in.node_id) + ", but it runs " + std::to_string(in.local_ntasks));
+        return counts;
     }
+}
+
+// The lowest rank node `id` runs where Slurm lays the step out in its node
+// order (slurm_step_layout.c): block, the default, fills the nodes one
+// after another; cyclic deals the first task of every node first; plane
+// deals up to its size to each node in turn.  -1 where the distribution
+// does not say (arbitrary, or a word this code does not know).
+int64_t node_order_lowest(const db_node_input &in, const std::vector<uint32_t> &counts) {
+    const char *dist = env_get(in.env, "SLURM_DISTRIBUTION");
+    std::string_view d = dist ? dist : "";
+    d = d.substr(0, d.find_first_of(":,="));
+    uint64_t plane = 0;
+    if (d == "plane") {
+        const char *size = env_get(in.env, "SLURM_DIST_PLANESIZE");
+        if (!size || !parse_uint(size, UINT32_MAX, plane) || plane == 0) return -1;
+    } else if (d == "cyclic") {
+        return in.node_id;
+    } else if (!d.empty() && d != "block" && d != "*") {
+        return -1;
+    }
+    int64_t lowest = 0;
+    for (uint32_t i = 0; i < in.node_id && i < counts.size(); i++)
+        lowest += plane ? std::min<uint64_t>(plane, counts[i]) : counts[i];
+    return lowest;
 }
 
 // The user's own value: set, and not what dist-bind set for an enclosing step.
@@ -68,7 +97,7 @@ const char *users(const char *const *env, const char *name, const std::string &i
 // The two nodes that can see it is not (the one running rank 0 and the
 // first one) stop the step rather than start it with node ranks that do not
 // begin at rank 0's node.
-void plan_node_rank(const db_node_input &in, NodePlan &np) {
+void plan_node_rank(const db_node_input &in, const std::vector<uint32_t> &counts, NodePlan &np) {
     const std::string step = step_name(in.job_id, in.step_id);
     const std::string lowest =
         in.lowest_rank == 0 ? "rank 0" : "no rank 0 (its lowest is " + std::to_string(in.lowest_rank) + ")";
@@ -81,16 +110,28 @@ void plan_node_rank(const db_node_input &in, NodePlan &np) {
         return;
     }
     np.node_rank.rank = in.node_id;
-    np.node_rank.from = std::string("Slurm's node index; srun passed no ") + DB_NODE_RANKS_HINT;
-    if (!in.lowest_rank_known || (in.lowest_rank == 0) == (in.node_id == 0)) return;
+    np.node_rank.from = "Slurm's node index: a layout in Slurm's node order";
+    if (!in.lowest_rank_known) return;
+    const std::string load =
+        ". Load dist-bind in the plugstack.conf srun reads, and do not use srun --async with "
+        "--dist-bind";
     const std::string fix = std::string(", and srun passed no ") + DB_NODE_RANKS_HINT +
-                            ": NODE_RANK would not start at rank 0's node. Load dist-bind in the "
-                            "plugstack.conf srun reads, and do not use srun --async with --dist-bind";
-    if (in.lowest_rank == 0)
+                            ": NODE_RANK would not start at rank 0's node" + load;
+    if (in.lowest_rank == 0 && in.node_id != 0)
         throw Error("node " + np.host + " runs rank 0 of step " + step + " but is node " + std::to_string(in.node_id) +
                     " in Slurm's order" + fix);
-    throw Error("node " + np.host + " is the first node of step " + step + " in Slurm's order but runs " + lowest +
-                fix);
+    if (in.lowest_rank != 0 && in.node_id == 0)
+        throw Error("node " + np.host + " is the first node of step " + step + " in Slurm's order but runs " + lowest +
+                    fix);
+    // Every node checks its own ranks against the layout Slurm's node order
+    // gives: where Slurm placed the tasks otherwise (a topology's node
+    // ranking srun did not foresee), no node runs with a wrong NODE_RANK.
+    const int64_t expected = counts.size() == in.nnodes ? node_order_lowest(in, counts) : -1;
+    if (expected >= 0 && expected != in.lowest_rank)
+        throw Error("node " + np.host + " is node " + std::to_string(in.node_id) + " of step " + step +
+                    " in Slurm's order, where its lowest rank would be " + std::to_string(expected) + ", but it runs " +
+                    lowest + ": Slurm did not lay the step out in its node order, and srun passed no " +
+                    DB_NODE_RANKS_HINT + ", so NODE_RANK cannot be told" + load);
 }
 
 void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
@@ -187,11 +228,11 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
                     ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
 }
 
-// srun's word (DB_DEVICES_HINT, from slurmctld's configuration): whether
-// task/cgroup confines devices, and with it task sharing and GPUs per task
-// (into np).  Unknown when srun said nothing.  A heterogeneous srun (A : B)
-// says it once per component, ';' between them: the devices word is the
-// cluster's, the same in each; the rest is this node's component's.
+// srun's word (DB_DEVICES_HINT): task sharing and GPUs per task (into np),
+// and what srun's TaskPlugin says of device cgroups (returned; Unknown when
+// srun said nothing).  A heterogeneous srun (A : B) says it once per
+// component, ';' between them: the first word is the cluster's, the same in
+// each; the rest is this node's component's.
 Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
     const char *hint = env_get(in.env, DB_DEVICES_HINT);
     if (!hint) return Devices::Unknown;
@@ -260,7 +301,8 @@ size_t step_gpus_per_task(const db_node_input &in) {
 // can open only its own GPUs.  Slurm's lists say so where they can: a
 // numeric step list that is not 0..n-1 is numbered node-wide, one that
 // differs from SLURM_STEP_GPUS (the node's names) is numbered inside the
-// cgroup.  Otherwise srun's word, from slurmctld's configuration, decides.
+// cgroup.  Otherwise the node's own configuration decides (the glue reads
+// it in slurmstepd), else srun's word.
 void plan_devices(const db_node_input &in, NodePlan &np) {
     if (np.gpus.empty()) return;
     const std::vector<std::string> &step = np.gpus[0].step;
@@ -286,15 +328,23 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
         seen = Devices::Confined;
 
     const Devices said = read_devices_hint(in, np);
+    const Devices own = in.node_devices == DB_DEVICES_CONFINED ? Devices::Confined
+                        : in.node_devices == DB_DEVICES_OPEN   ? Devices::Open
+                                                               : Devices::Unknown;
     if (!np.gpus_per_task) np.gpus_per_task = step_gpus_per_task(in);
     if (seen != Devices::Unknown) {
         np.devices = seen;
         np.devices_from = "from Slurm's GPU lists";
-        if (said != Devices::Unknown && said != seen)
+        if (own != Devices::Unknown && own != seen)
+            np.notes.push_back("this node's TaskPlugin and cgroup.conf disagree with Slurm's GPU lists here");
+        else if (own == Devices::Unknown && said != Devices::Unknown && said != seen)
             np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " disagrees with Slurm's GPU lists here");
+    } else if (own != Devices::Unknown) {
+        np.devices = own;
+        np.devices_from = "from this node's TaskPlugin and cgroup.conf";
     } else if (said != Devices::Unknown) {
         np.devices = said;
-        np.devices_from = "from slurmctld's configuration, via srun";
+        np.devices_from = "from srun's TaskPlugin";
     } else {
         np.devices = Devices::Open;
         np.devices_from = std::string("assumed: srun passed no ") + DB_DEVICES_HINT;
@@ -335,11 +385,11 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     if (het_step(in)) {
         plan_het_node(in, np);
     } else {
-        check_counts(in);
+        const std::vector<uint32_t> counts = check_counts(in);
         const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
         if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
         np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
-        plan_node_rank(in, np);
+        plan_node_rank(in, counts, np);
     }
     plan_master(cfg, in, np);
     np.torchrun = torchrun_flags(in.argc, in.argv);

@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# srun's side of the plugin finds Slurm's API by name (db_slurm_api, dlsym):
-# a name srun does not have gives NULL at run time, silently.  Every name
+# The plugin finds Slurm's API by name (db_slurm_api, dlsym): a name the
+# process does not have gives NULL at run time, silently.  Every name
 # looked up must be public (declared in slurm/slurm.h) on every release the
 # plugin supports; where a release renamed a function, the new name comes
 # first and the old one second.  Checked against each slurm.h at hand (this
 # machine's, and the lab's release roots under build/roots/), and against
 # the renames read from newer releases' headers:
 #   26.05: slurm_free_ctl_conf -> slurm_free_conf (no alias)
+# What Slurm holds in memory (its configuration) is libslurm's own, looked
+# up with db_slurm_internal: only the names listed in INTERNAL (whose
+# signatures spank/slurm_api.c names, read from each release's source), and
+# each exported by every release's libslurmfull at hand.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RENAMES=("slurm_free_ctl_conf slurm_free_conf 26.05")
+INTERNAL=(slurm_conf cgroup_get_conf_list slurm_conf_get_nodeaddr get_extra_conf_path slurm_xfree)
 fail=0
 
-# Every dlsym of the plugin goes through db_slurm_api.
-direct=$(grep -n 'dlsym *([A-Z]' spank/*.c | grep -v 'spank/local.c:.*dlsym(RTLD_DEFAULT, \(name\|older\))' || true)
+# Every dlsym of the plugin goes through db_slurm_api or db_slurm_internal.
+direct=$(grep -n 'dlsym *([A-Z]' spank/*.c | grep -v 'spank/slurm_api.c:.*dlsym(RTLD_DEFAULT, \(name\|older\))' || true)
 if [ -n "$direct" ]; then echo "FAIL: dlsym outside db_slurm_api: $direct"; fail=1; fi
 
 # NAME OLDER pairs ("-" for none) of every lookup: any call with a Slurm
 # function's name as its first argument.
-lookups=$(grep -hoE '[a-z_]+\("slurm_[a-z_]+"(, *("slurm_[a-z_]+"|NULL))?\)' spank/*.c |
+internal=$(grep -hoE 'db_slurm_internal\("[a-z_]+"\)' spank/*.c | sed -E 's/.*\("([a-z_]+)"\)/\1/' | sort -u)
+echo "libslurm's own, looked up: $(echo $internal)"
+for n in $internal; do
+    printf '%s\n' "${INTERNAL[@]}" | grep -qx "$n" || { echo "FAIL: $n is looked up but not listed in INTERNAL"; fail=1; }
+done
+libs=(/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so)
+for l in build/roots/*/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so; do [ -f "$l" ] && libs+=("$l"); done
+for l in "${libs[@]}"; do
+    [ -f "$l" ] || { echo "FAIL: no $l"; fail=1; continue; }
+    exported=$(nm -D --defined-only "$l" | awk '{print $3}')
+    for n in $internal; do
+        grep -qx "$n" <<<"$exported" || { echo "FAIL: $l does not export $n"; fail=1; }
+    done
+    echo "ok: $l exports every one"
+done
+
+lookups=$(grep -hoE 'db_slurm_api\("slurm_[a-z_]+"(, *("slurm_[a-z_]+"|NULL))?\)' spank/*.c |
           sed -E 's/^[a-z_]+\("([a-z_]+)"(, *"?([a-z_]+|NULL)"?)?\)$/\1 \3/; s/ (NULL)?$/ -/' | sort -u)
 [ -n "$lookups" ] || { echo "FAIL: no db_slurm_api lookups found in spank/"; exit 1; }
 echo "looked up (name, older name):"; sed 's/^/  /' <<<"$lookups"

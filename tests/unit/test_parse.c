@@ -270,8 +270,20 @@ START_TEST(srun_lookup_needed) {
     ck_assert(db_srun_wants_rank0(&c, &on, (const char *const *)nested));
     ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)nested));
     ck_assert(!db_srun_wants_rank0(&c, &on, (const char *const *)changed));
+    /* The layout (one RPC) only where the nodes cannot tell: arbitrary (even
+     * with the user's MASTER_ADDR: NODE_RANK still needs it), a topology
+     * that may rank the nodes or may not be known, master_addr=addr. */
+    ck_assert(!db_srun_reads_layout(&c, &on, (const char *const *)blk, 0));
+    ck_assert(db_srun_reads_layout(&c, &on, (const char *const *)arb, 0));
+    ck_assert(db_srun_reads_layout(&c, &on, (const char *const *)user, 0));
+    ck_assert(db_srun_reads_layout(&c, &on, (const char *const *)blk, 1));
+    ck_assert(db_srun_reads_layout(&c, &on, (const char *const *)blk, -1));
+    ck_assert(!db_srun_reads_layout(&c, &off, (const char *const *)arb, 1));
     c.addr_kind = DB_ADDR_NODEADDR;
     ck_assert(db_srun_needs_rank0(&c, &on, (const char *const *)blk));
+    ck_assert(db_srun_reads_layout(&c, &on, (const char *const *)blk, 0));
+    c.addr_kind = DB_ADDR_SUFFIX;
+    ck_assert(!db_srun_reads_layout(&c, &on, (const char *const *)blk, 0));
     free_env(arb);
     free_env(blk);
     free_env(user);
@@ -414,76 +426,97 @@ START_TEST(async_row) {
 }
 END_TEST
 
-/* srun's word to the nodes: device cgroups from slurmctld's configuration
- * as the public API prints it, the step's --gres-flags and GPUs per task
- * from srun's options (argv without the program) and environment. */
+/* A node's own word on device cgroups: its TaskPlugin and its cgroup.conf
+ * as slurm_print_key_pairs() prints it. */
 static const struct {
-    const char *task_plugin, *cgroup, *args, *env, *want;
+    const char *task_plugin, *cgroup;
+    int want;
+} devices_rows[] = {
+    {"task/cgroup", "CgroupPlugin            = cgroup/v1\nConstrainDevices        = yes\n", DB_DEVICES_CONFINED},
+    {"task/cgroup,task/affinity", "ConstrainDevices = Yes", DB_DEVICES_CONFINED},
+    {"task/affinity,task/cgroup", "ConstrainDevices = yes", DB_DEVICES_CONFINED},
+    {"affinity,cgroup", "ConstrainDevices=yes", DB_DEVICES_CONFINED},
+    {"task/cgroup", "ConstrainDevices        = no\n", DB_DEVICES_OPEN},
+    {"task/cgroup", "ConstrainCores = yes\nConstrainRAMSpace = yes", DB_DEVICES_OPEN},
+    {"task/none", "ConstrainDevices = yes", DB_DEVICES_OPEN},
+    {"task/affinity", "", DB_DEVICES_OPEN},
+    {NULL, "ConstrainDevices = yes", DB_DEVICES_OPEN},
+    {"task/cgroup", NULL, DB_DEVICES_OPEN},
+    {"task/cgroupx", "ConstrainDevices = yes", DB_DEVICES_OPEN},
+    {"task/cgroup", "ConstrainDevicesX = yes", DB_DEVICES_OPEN},
+};
+
+START_TEST(devices_row) {
+    ck_assert_msg(db_devices_from_conf(devices_rows[_i].task_plugin, devices_rows[_i].cgroup) == devices_rows[_i].want,
+                  "row %d (%s / %s): want %d", _i, devices_rows[_i].task_plugin, devices_rows[_i].cgroup,
+                  devices_rows[_i].want);
+}
+END_TEST
+
+/* srun's word to the nodes: its TaskPlugin (for nodes of dist-bind 0.1.0),
+ * the step's --gres-flags and GPUs per task from srun's options (argv
+ * without the program) and environment. */
+static const struct {
+    const char *task_plugin, *args, *env, *want;
 } hint_rows[] = {
-    {"task/cgroup", "CgroupPlugin            = cgroup/v1\nConstrainDevices        = yes\n", "srun -n2", "", "cgroup"},
-    {"task/affinity,task/cgroup", "ConstrainDevices = yes", "", "", "cgroup"},
-    {"affinity,cgroup", "ConstrainDevices=yes", "", "", "cgroup"},
-    {"task/cgroup", "ConstrainDevices        = no\n", "", "", "none"},
-    {"task/cgroup", "ConstrainCores = yes\nConstrainRAMSpace = yes", "", "", "none"},
-    {"task/none", "ConstrainDevices = yes", "", "", "none"},
-    {"task/affinity", "", "", "", "none"},
-    {NULL, "ConstrainDevices = yes", "", "", "none"},
-    {"task/cgroup", NULL, "", "", "none"},
-    {"task/cgroupx", "ConstrainDevices = yes", "", "", "none"},
-    {"task/cgroup", "ConstrainDevicesX = yes", "", "", "none"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing -n2", "", "cgroup,task-sharing"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags enforce-binding,allow-task-sharing", "",
-     "cgroup,task-sharing"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=enforce-binding", "", "cgroup"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags", "", "cgroup"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun", "SLURM_GRES_FLAGS=allow-task-sharing", "cgroup,task-sharing"},
-    {"task/none", "", "srun --gres-flags=allow-task-sharing", "", "none"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun", "SLURM_GRES_FLAGS=disable-binding", "cgroup"},
-    {"task/none", "", "srun -N2 --gpus-per-task=2", "", "none,gpus-per-task=2"},
-    {"task/none", "", "srun --gpus-per-task a100:4", "", "none,gpus-per-task=4"},
-    {"task/none", "", "srun --tres-per-task=cpu=4,gres/gpu:2", "", "none,gpus-per-task=2"},
-    {"task/none", "", "srun --tres-per-task=cpu=10,gres/gpu:gtx=1", "", "none,gpus-per-task=1"},
-    {"task/none", "", "srun", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=3"},
-    {"task/none", "", "srun", "SLURM_TRES_PER_TASK=cpu=10,gres/gpu:gtx=1", "none,gpus-per-task=1"},
-    {"task/none", "", "srun --gpus-per-task=1", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=1"},
+    {"task/cgroup", "srun -n2", "", "cgroup"},
+    {"task/affinity,task/cgroup", "", "", "cgroup"},
+    {"affinity,cgroup", "", "", "cgroup"},
+    {"task/cgroup", "", "", "cgroup"},
+    {"task/none", "", "", "none"},
+    {"task/affinity", "", "", "none"},
+    {NULL, "", "", "none"},
+    {"task/cgroupx", "", "", "none"},
+    {"task/cgroup", "srun --gres-flags=allow-task-sharing -n2", "", "cgroup,task-sharing"},
+    {"task/cgroup", "srun --gres-flags enforce-binding,allow-task-sharing", "", "cgroup,task-sharing"},
+    {"task/cgroup", "srun --gres-flags=enforce-binding", "", "cgroup"},
+    {"task/cgroup", "srun --gres-flags", "", "cgroup"},
+    {"task/cgroup", "srun", "SLURM_GRES_FLAGS=allow-task-sharing", "cgroup,task-sharing"},
+    {"task/none", "srun --gres-flags=allow-task-sharing", "", "none"},
+    {"task/cgroup", "srun", "SLURM_GRES_FLAGS=disable-binding", "cgroup"},
+    {"task/none", "srun -N2 --gpus-per-task=2", "", "none,gpus-per-task=2"},
+    {"task/none", "srun --gpus-per-task a100:4", "", "none,gpus-per-task=4"},
+    {"task/none", "srun --tres-per-task=cpu=4,gres/gpu:2", "", "none,gpus-per-task=2"},
+    {"task/none", "srun --tres-per-task=cpu=10,gres/gpu:gtx=1", "", "none,gpus-per-task=1"},
+    {"task/none", "srun", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=3"},
+    {"task/none", "srun", "SLURM_TRES_PER_TASK=cpu=10,gres/gpu:gtx=1", "none,gpus-per-task=1"},
+    {"task/none", "srun --gpus-per-task=1", "SLURM_GPUS_PER_TASK=3", "none,gpus-per-task=1"},
     /* 25.05+: one count per GPU type; Slurm binds their sum (per_task:2). */
-    {"task/none", "", "srun --gpus-per-task=a100:1,v100:1", "", "none,gpus-per-task=2"},
-    {"task/none", "", "srun --gpus-per-task a100:2,v100:1", "", "none,gpus-per-task=3"},
-    {"task/none", "", "srun --tres-per-task=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "", "none,gpus-per-task=2"},
-    {"task/none", "", "srun", "SLURM_GPUS_PER_TASK=a100:1,v100:1", "none,gpus-per-task=2"},
-    {"task/none", "", "srun", "SLURM_TRES_PER_TASK=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "none,gpus-per-task=2"},
+    {"task/none", "srun --gpus-per-task=a100:1,v100:1", "", "none,gpus-per-task=2"},
+    {"task/none", "srun --gpus-per-task a100:2,v100:1", "", "none,gpus-per-task=3"},
+    {"task/none", "srun --tres-per-task=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "", "none,gpus-per-task=2"},
+    {"task/none", "srun", "SLURM_GPUS_PER_TASK=a100:1,v100:1", "none,gpus-per-task=2"},
+    {"task/none", "srun", "SLURM_TRES_PER_TASK=cpu=2,gres/gpu:a100=1,gres/gpu:v100=1", "none,gpus-per-task=2"},
     /* A part that names no count: no word rather than a wrong one. */
-    {"task/none", "", "srun --gpus-per-task=a100:1,v100", "", "none"},
-    {"task/none", "", "srun --tres-per-task=gres/gpu:a100=1,gres/gpu:v100=x", "", "none"},
-    /* gres/gpuish is not gres/gpu. */
-    {"task/none", "", "srun --tres-per-task=gres/gpuish=3", "", "none"},
-    {"task/none", "", "srun --gpus-per-task=x", "", "none"},
-    {"task/none", "", "srun --gpus-per-task=0", "", "none"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing --gpus-per-task=1", "",
+    {"task/none", "srun --gpus-per-task=a100:1,v100", "", "none"},
+    {"task/none", "srun --tres-per-task=gres/gpu:a100=1,gres/gpu:v100=x", "", "none"},
+    {"task/none", "srun --tres-per-task=gres/gpuish=3", "", "none"},
+    {"task/none", "srun --gpus-per-task=x", "", "none"},
+    {"task/none", "srun --gpus-per-task=0", "", "none"},
+    {"task/cgroup", "srun --gres-flags=allow-task-sharing --gpus-per-task=1", "",
      "cgroup,task-sharing,gpus-per-task=1"},
     /* srun's whole command line: the program's own arguments are not srun's, and each
      * component of srun A : B gets its own section. */
-    {"task/none", "", "srun --gpus-per-task=1 prog --gpus-per-task=3", "", "none,gpus-per-task=1"},
-    {"task/none", "", "srun -n2 prog --gpus-per-task=3", "", "none"},
-    {"task/none", "", "srun -n3 --gpus-per-task=1 prog a : -n2 --gpus-per-task 2 prog", "",
+    {"task/none", "srun --gpus-per-task=1 prog --gpus-per-task=3", "", "none,gpus-per-task=1"},
+    {"task/none", "srun -n2 prog --gpus-per-task=3", "", "none"},
+    {"task/none", "srun -n3 --gpus-per-task=1 prog a : -n2 --gpus-per-task 2 prog", "",
      "none,gpus-per-task=1;none,gpus-per-task=2"},
-    {"task/cgroup", "ConstrainDevices = yes", "srun --gres-flags=allow-task-sharing -n3 prog : -n2 -- prog", "",
-     "cgroup,task-sharing;cgroup"},
-    {"task/none", "", "srun -n3 prog : -n2 prog : -n1 --tres-per-task=gres/gpu:3 prog", "SLURM_GPUS_PER_TASK=2",
+    {"task/cgroup", "srun --gres-flags=allow-task-sharing -n3 prog : -n2 -- prog", "", "cgroup,task-sharing;cgroup"},
+    {"task/none", "srun -n3 prog : -n2 prog : -n1 --tres-per-task=gres/gpu:3 prog", "SLURM_GPUS_PER_TASK=2",
      "none,gpus-per-task=2;none,gpus-per-task=2;none,gpus-per-task=3"},
-    {"task/none", "", "srun -J : prog", "", "none"}, /* the job's name is ":" */
+    {"task/none", "srun -J : prog", "", "none"}, /* the job's name is ":" */
 };
 
 START_TEST(srun_hint_row) {
     char **argv = NULL, **env = make_env(hint_rows[_i].env), out[64];
     int argc = make_argv(hint_rows[_i].args, &argv);
-    int rc = db_srun_hint(hint_rows[_i].task_plugin, hint_rows[_i].cgroup, argc, (const char *const *)argv,
-                          (const char *const *)env, out, sizeof out);
-    ck_assert_msg(rc == 0 && strcmp(out, hint_rows[_i].want) == 0, "row %d (%s / %s / %s / %s): got %s, want %s", _i,
-                  hint_rows[_i].task_plugin, hint_rows[_i].cgroup, hint_rows[_i].args, hint_rows[_i].env,
-                  rc ? "error" : out, hint_rows[_i].want);
-    ck_assert_msg(db_srun_hint(hint_rows[_i].task_plugin, hint_rows[_i].cgroup, argc, (const char *const *)argv,
-                               (const char *const *)env, out, 4) == -1,
+    int rc = db_srun_hint(hint_rows[_i].task_plugin, argc, (const char *const *)argv, (const char *const *)env, out,
+                          sizeof out);
+    ck_assert_msg(rc == 0 && strcmp(out, hint_rows[_i].want) == 0, "row %d (%s / %s / %s): got %s, want %s", _i,
+                  hint_rows[_i].task_plugin, hint_rows[_i].args, hint_rows[_i].env, rc ? "error" : out,
+                  hint_rows[_i].want);
+    ck_assert_msg(db_srun_hint(hint_rows[_i].task_plugin, argc, (const char *const *)argv, (const char *const *)env,
+                               out, 4) == -1,
                   "row %d: a buffer too small is an error", _i);
     free_env(argv);
     free_env(env);
@@ -504,6 +537,7 @@ int main(void) {
     tcase_add_loop_test(tc, layout_row, 0, (int)(sizeof layout_rows / sizeof layout_rows[0]));
     tcase_add_test(tc, layout_sizes);
     tcase_add_loop_test(tc, async_row, 0, (int)(sizeof async_rows / sizeof async_rows[0]));
+    tcase_add_loop_test(tc, devices_row, 0, (int)(sizeof devices_rows / sizeof devices_rows[0]));
     tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -39,6 +39,11 @@ struct row {
 /* In a row's step environment: the step's program and arguments (S_JOB_ARGV),
  * words separated by spaces. */
 #define JOB_ARGV "TEST_JOB_ARGV"
+/* In a row's step environment: the node's own word on device cgroups
+ * (the glue reads TaskPlugin and cgroup.conf in slurmstepd), enum db_node_devices. */
+#define NODE_DEVICES "TEST_NODE_DEVICES"
+#define OWN_CONFINED "|" NODE_DEVICES "=2"
+#define OWN_OPEN "|" NODE_DEVICES "=1"
 /* In a row's step environment: the glue's container_env_early (Slurm < 23.02). */
 #define EARLY "TEST_CONTAINER_EARLY=1"
 #define RANKVARS(r, ws, l, lws, n, nn)                                                                     \
@@ -149,7 +154,7 @@ static const struct row rows[] = {
     /* Without srun's word: Slurm's node index, where it cannot be wrong. */
     {"no hint: node index", "verbose", "", 7, 0, 2, 1, 5, 2, SEED_N2 LOWEST(3), 3, 0, TASK("0"),
      RANKVARS("3", "5", "0", "2", "1", "2"), NULL,
-     "node_rank=1/2 (Slurm's node index; srun passed no " DB_NODE_RANKS_HINT},
+     "node_rank=1/2 (Slurm's node index: a layout in Slurm's node order)"},
     {"no hint: the first node runs rank 0", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 LOWEST(0), 0, 0, TASK("0"),
      RANKVARS("0", "5", "0", "3", "0", "2"), NULL, NULL},
 #define NOHINT4 "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=2(x4)"
@@ -161,6 +166,28 @@ static const struct row rows[] = {
      "node gpu01 is the first node of step 7.0 in Slurm's order but runs no rank 0 (its lowest is "
      "4)&" DB_NODE_RANKS_HINT,
      NULL},
+    /* Each node checks its own ranks against the layout in Slurm's node
+     * order: 26.05's topology ranking with rank 0 on the first node still
+     * moves the others (gpu01, gpu03, gpu02, gpu04 here). */
+    {"no hint, block: gpu02 runs ranks from 4, not 2", "", "", 7, 0, 4, 1, 8, 2, NOHINT4 LOWEST(4), 4, 0, "", NULL,
+     "node gpu02 is node 1 of step 7.0 in Slurm's order, where its lowest rank would be 2, but it runs no rank 0 "
+     "(its lowest is 4)&srun passed no " DB_NODE_RANKS_HINT "&NODE_RANK cannot be told",
+     NULL},
+    {"no hint, block: gpu03 runs ranks from 4", "", "", 7, 0, 4, 2, 8, 2, NOHINT4 LOWEST(4), 4, 0, "",
+     RANKVARS("4", "8", "0", "2", "2", "4"), NULL, NULL},
+    {"no hint, uneven block: node index 2 of 3,1,2,2", "", "", 7, 0, 4, 2, 8, 2,
+     "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=3,1,2(x2)" LOWEST(4), 5, 1, "",
+     RANKVARS("5", "8", "1", "2", "2", "4"), NULL, NULL},
+    {"no hint, cyclic: node index 2 runs rank 2 first", "", "", 7, 0, 4, 2, 8, 2,
+     NOHINT4 "|SLURM_DISTRIBUTION=cyclic" LOWEST(2), 6, 1, "", RANKVARS("6", "8", "1", "2", "2", "4"), NULL, NULL},
+    {"no hint, cyclic:block: the node part decides", "", "", 7, 0, 4, 2, 8, 2,
+     NOHINT4 "|SLURM_DISTRIBUTION=cyclic:block" LOWEST(4), 4, 0, "", NULL, "lowest rank would be 2", NULL},
+    {"no hint, plane=2 over 3,1,3,1: node index 2 starts at 3", "", "", 7, 0, 4, 2, 8, 3,
+     "SLURM_STEP_NODELIST=gpu[01-04]|SLURM_STEP_TASKS_PER_NODE=3,1,3,1|SLURM_DISTRIBUTION=plane|"
+     "SLURM_DIST_PLANESIZE=2" LOWEST(3),
+     3, 0, "", RANKVARS("3", "8", "0", "3", "2", "4"), NULL, NULL},
+    {"no hint, plane without its size: no expectation", "", "", 7, 0, 4, 2, 8, 2,
+     NOHINT4 "|SLURM_DISTRIBUTION=plane" LOWEST(5), 5, 0, "", RANKVARS("5", "8", "0", "2", "2", "4"), NULL, NULL},
     {"no hint, arbitrary: node2 runs rank 0", "", "", 7, 0, 2, 1, 5, 3,
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2" LOWEST(0), 0, 0, "", NULL,
      "node node2 runs rank 0&" DB_NODE_RANKS_HINT, NULL},
@@ -252,7 +279,7 @@ static const struct row rows[] = {
      CG_TASK("0", "0"),
      "-CUDA_VISIBLE_DEVICES|-ROCR_VISIBLE_DEVICES|-HIP_VISIBLE_DEVICES|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0|"
      "~" DB_DEVICES_HINT,
-     NULL, "confines this task to its own GPUs&from slurmctld's configuration"},
+     NULL, "confines this task to its own GPUs&from srun's TaskPlugin"},
     {"cgroup, bound per task: env", "env", "", 7, 0, 2, 0, 5, 3, CG_N1, 2, 2, CG_TASK("0", "0"),
      "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0", NULL, NULL},
     {"cgroup, task sharing: bound, not confined", "", "", 7, 0, 2, 0, 5, 3,
@@ -270,6 +297,15 @@ static const struct row rows[] = {
     {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1,
      STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup", 4, 0, CG_TASK("0,1", "0,1"),
      "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+    /* The node's own TaskPlugin and cgroup.conf decide over srun's word. */
+    {"own configuration confines, srun's word says none", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=none" OWN_CONFINED, 1, 1, TASK("0"), NULL,
+     "node node1&confines each task of step 7.0&--gpu-bind=none", NULL},
+    {"own configuration confines, srun said nothing: isolate", "isolate,verbose", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") GPUS("0,1,2") OWN_CONFINED, 1, 1, TASK("0"), "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0", NULL,
+     "confines this task to its own GPUs&from this node's TaskPlugin and cgroup.conf"},
+    {"task/cgroup without ConstrainDevices: not confined", "verbose", "", 7, 0, 2, 0, 5, 3, CG_N1 OWN_OPEN, 0, 0,
+     CG_TASK("0", "0"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
 /* A node's only task: up to 25.05 Slurm never binds it (its list is the
  * step's, --gpus-per-node=3 --ntasks-per-node=1); from 25.11 it does
  * (--gpu-bind, --gpus-per-task), and under ConstrainDevices confines it
@@ -542,7 +578,7 @@ static const struct row rows[] = {
     {"het: the second component's own GPUs per task", "verbose", "", 8, 0, 1, 0, 3, 3,
      HET("HET_GROUP_0=node2") GPUS("0,1,2,3,4,5") HET_HINT("cgroup,gpus-per-task=1;cgroup,gpus-per-task=2"), 1, 1,
      HET_N1_TASK1, "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3", NULL,
-     "from slurmctld's configuration, via srun"},
+     "from srun's TaskPlugin"},
     {"het: the first component's section in the first component", "", "", 7, 0, 1, 0, 2, 2,
      HET("HET_GROUP_0=node2") GPUS("0,1,2,3") HET_HINT("none,gpus-per-task=2;none,gpus-per-task=1"), 1, 1,
      "SLURM_PROCID=1|SLURM_NODEID=0|SLURM_GTIDS=0,1|SLURMD_NODENAME=node2",
@@ -704,6 +740,8 @@ START_TEST(plan_row) {
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
 
     if (r->step_env && strstr(r->step_env, EARLY)) ni.container_env_early = 1;
+    if (r->step_env && strstr(r->step_env, NODE_DEVICES "="))
+        ni.node_devices = atoi(strstr(r->step_env, NODE_DEVICES "=") + strlen(NODE_DEVICES "="));
     if (r->step_env && strstr(r->step_env, JOB_ARGV "=")) {
         char *words = strdup(strstr(r->step_env, JOB_ARGV "=") + strlen(JOB_ARGV "="));
         words[strcspn(words, "|")] = '\0';
