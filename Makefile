@@ -73,6 +73,7 @@ CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 #   $(B)/san/     ASan+UBSan, for the unit tests
 #   $(B)/sanpic/  ASan+UBSan, PIC: the sanitized plugin of the lab
 #   $(B)/tsan/    ThreadSanitizer
+#   $(B)/sancov/  ASan+UBSan, each basic block counted (tests/unit/build.mk)
 # A component sets FLAGS.<its folder> (include paths, defines) and may add
 # SANFLAGS.<folder> for the test kinds only.  Every object depends on every
 # project header ($(ALL_HDR)): coarse, never stale.

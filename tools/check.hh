@@ -1,6 +1,6 @@
 // dist-bind-check's parts (tools/*.cc): what each rank reports, how rank 0
-// judges the step, and the NCCL all-reduce.  A client of libdistbind's
-// public API (distbind.h) only.
+// judges the step and lays out its table, and the NCCL all-reduce.  A
+// client of libdistbind's public API (distbind.h) only.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +16,17 @@ namespace dbcheck {
 
 enum Exit { kOk = 0, kProblems = 1, kUsage = 2, kCannotStart = 3 };
 
+// Rank 0's table: one row per rank, or one line per node with every
+// flagged rank's row under it.  kAuto takes the second above kPerNodeAbove
+// ranks (the spec's 64): past that nobody reads every row, everybody looks
+// for the wrong ones.
+enum class Layout { kAuto, kPerRank, kPerNode };
+constexpr size_t kPerNodeAbove = 64;
+
 struct Options {
     size_t bytes = 64u << 20;
     int iters = 20;
+    Layout layout = Layout::kAuto;
 };
 
 // What one rank tells rank 0.  Fixed size: it travels in an allgather.
@@ -82,6 +90,12 @@ inline std::string slurm_gpu(const Row &r) { return r.gpu; }
 std::string overwritten_message(const std::string &names);
 // Rank 0's verdict on the step (check_judge.cc); rows are sanitized first.
 Verdict judge(std::vector<Row> &rows);
+
+// Rank 0's table (check_table.cc): the step's line, then the rows as
+// `layout` says; every line ends in a newline.
+std::string format_table(const std::vector<Row> &rows, const Verdict &v, const char *bootstrap, Layout layout);
+// Whole numbers as sorted ranges without repeats: {5,0,1,2,3,7,8} is "0-3,5,7-8".
+std::string ranges(std::vector<int> values);
 
 // The GPU part (check_nccl.cc), collective: the device, NCCL and a checked
 // all-reduce; problems go into v, the result line into `line`.  False when

@@ -4,11 +4,9 @@
 // every rank has a GPU, runs an NCCL all-reduce and checks its result.
 // Every rank exits with rank 0's verdict: 0 only when all it checked is
 // right.
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -21,42 +19,14 @@ namespace {
 using namespace dbcheck;
 
 const char kUsageText[] =
-    "usage: srun [options] --dist-bind dist-bind-check [--bytes N] [--iters N]\n"
+    "usage: srun [options] --dist-bind dist-bind-check [--bytes N] [--iters N] [--full | --per-node]\n"
     "       dist-bind-check --plan ...   (dry run of a layout, without a job)\n"
     "Checks the step: every rank's place, its device and GPU, the exchange\n"
     "between ranks and, on GPU nodes, an NCCL all-reduce (--bytes per rank,\n"
     "default 67108864; --iters timed rounds, default 20).  Exit 0 only when\n"
-    "everything checked is right.\n";
-
-std::string cell(const char *s) { return unset(s) || !*s ? "-" : s; }
-
-void print_table(const std::vector<Row> &rows, const Verdict &v, const char *bootstrap) {
-    std::set<std::string> hosts;
-    for (const Row &r : rows) hosts.insert(r.host);
-    std::printf("dist-bind-check: %zu rank%s on %zu node%s, place from %s, exchange over %s\n", rows.size(),
-                rows.size() > 1 ? "s" : "", hosts.size(), hosts.size() > 1 ? "s" : "", rows[0].source, bootstrap);
-    std::vector<std::vector<std::string>> t;
-    t.push_back({"rank", "host", "node", "local", "device", "gpu", "bus id", "gpu numa", "cpu numa", "flags"});
-    for (const Row &r : rows) {
-        std::string g = slurm_gpu(r);
-        auto it = v.flags.find(r.rank);
-        t.push_back({std::to_string(r.rank), r.host, std::to_string(r.node_rank),
-                     std::to_string(r.local_rank) + "/" + std::to_string(r.local_world), std::to_string(r.device),
-                     g.empty() ? "-" : g, cell(r.bus), r.gpu_numa >= 0 ? std::to_string(r.gpu_numa) : "-",
-                     cell(r.cpu_numa), it == v.flags.end() ? "ok" : it->second});
-    }
-    std::vector<size_t> w(t[0].size(), 0);
-    for (const auto &row : t)
-        for (size_t i = 0; i < row.size(); i++) w[i] = std::max(w[i], row[i].size());
-    for (const auto &row : t) {
-        std::string line;
-        for (size_t i = 0; i < row.size(); i++) {
-            line += row[i];
-            if (i + 1 < row.size()) line += std::string(w[i] - row[i].size() + 2, ' ');
-        }
-        std::printf("%s\n", line.c_str());
-    }
-}
+    "everything checked is right.  Up to 64 ranks the table has one row per\n"
+    "rank, above that one line per node and the flagged ranks' rows;\n"
+    "--full prints every rank's row, --per-node the node lines at any size.\n";
 
 // The exchange itself: a broadcast from the last rank and a barrier, on
 // top of the allgather that brought the table.
@@ -81,6 +51,15 @@ bool parse_options(int argc, char **argv, Options &o) {
         if (a == "--help" || a == "-h") {
             std::fputs(kUsageText, stdout);
             std::exit(kOk);
+        }
+        if (a == "--full" || a == "--per-node") {
+            Layout want = a == "--full" ? Layout::kPerRank : Layout::kPerNode;
+            if (o.layout != Layout::kAuto && o.layout != want) {
+                std::fprintf(stderr, "dist-bind-check: --full and --per-node exclude each other\n");
+                return false;
+            }
+            o.layout = want;
+            continue;
         }
         if ((a == "--bytes" || a == "--iters") && i + 1 < argc) {
             const char *val = argv[++i];
@@ -186,7 +165,7 @@ int main(int argc, char **argv) {
 
     int32_t verdict = v.problems.empty() ? kOk : kProblems;
     if (rank == 0) {
-        print_table(rows, v, distbind_bootstrap(h));
+        std::fputs(format_table(rows, v, distbind_bootstrap(h), o.layout).c_str(), stdout);
         std::printf("exchange: ok (allgather, broadcast from rank %d, barrier over %s)\n", world - 1,
                     distbind_bootstrap(h));
         if (!std::strcmp(distbind_bootstrap(h), "tcp") && getenv("DIST_BIND_TCP_INSECURE") &&
