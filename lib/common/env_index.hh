@@ -8,15 +8,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
-#include <vector>
 
 namespace db {
 
 class EnvIndex {
   public:
-    EnvIndex() = default;
     explicit EnvIndex(const char *const *env);
+    EnvIndex(const EnvIndex &) = delete;  // slots_ may point into the object
+    EnvIndex &operator=(const EnvIndex &) = delete;
 
     // What env_get(env, name) returns: the value of the first NAME= entry,
     // or nullptr.
@@ -24,12 +25,20 @@ class EnvIndex {
 
   private:
     struct Slot {
-        const char *entry = nullptr;  // NAME=VALUE; nullptr: a free slot
-        size_t name_len = 0;
-        uint32_t hash = 0;
+        const char *entry;  // NAME=VALUE; nullptr: a free slot
+        uint32_t name_len;
+        uint32_t hash;
     };
-    std::vector<Slot> slots_;  // open addressing, at most half full
-    const char *const *env_ = nullptr;
+    // An environment of up to kInline/2 entries (the usual size) is indexed
+    // in place: glibc's malloc takes longer over a block of this size than
+    // the whole index does.
+    static constexpr size_t kInline = 256;
+    Slot inline_[kInline];
+    std::unique_ptr<Slot[]> heap_;
+    Slot *slots_;  // open addressing, at most half full
+    size_t mask_;  // slots - 1 (a power of two)
+    const char *const *env_;
+    bool scan_ = false;  // a name too long to index: every lookup scans
 };
 
 }  // namespace db

@@ -30,6 +30,10 @@ bool name_ok(std::string_view n) {
 std::string set_record(const std::vector<std::pair<std::string, std::string>> &set,
                        const std::vector<std::string> &unset) {
     std::string out;
+    size_t size = 0;
+    for (const auto &kv : set) size += kv.first.size() + 10;
+    for (const std::string &n : unset) size += n.size() + 3;
+    out.reserve(size);
     auto item = [&](const std::string &name, const std::string &hash) {
         if (!out.empty()) out += ',';
         out += name;

@@ -374,6 +374,9 @@ TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
 
 TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
     TaskPlan tp;
+    // About 30 variables, and their twins after them (add_apptainer_twins):
+    // one allocation rather than a copy at every doubling.
+    tp.set.reserve(72);
     if (!np.active) {
         if (np.clean_inherited) drop_inherited(task, tp);
         return tp;

@@ -22,6 +22,7 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
     // narrower.)
     const bool marked = task.step_mark != nullptr;
     TaskPlan twins;
+    twins.set.reserve(tp.set.size() + 6);
     for (const auto &kv : tp.set) {
         std::string name = kPrefix + kv.first;
         if (!marked && task.env.get(name)) {
@@ -33,7 +34,7 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
     // The GPU lists the plan leaves as Slurm set them (env mode, a task
     // Slurm confined to its GPUs) are the task's too: without their twins
     // an image's value would win over them, and --cleanenv would drop them.
-    auto planned = [&](const std::string &name) {
+    auto planned = [&](std::string_view name) {
         for (const auto &kv : tp.set)
             if (kv.first == name) return true;
         return std::find(tp.unset.begin(), tp.unset.end(), name) != tp.unset.end();
@@ -41,9 +42,9 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
     for (const char *list : {"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES",
                              "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}) {
         const char *v = task.env.get(list);
-        std::string name = kPrefix + std::string(list);
-        if (!tp.set.empty() && v && !planned(list) && (marked || !task.env.get(name)))
-            twins.set.emplace_back(std::move(name), v);
+        if (tp.set.empty() || !v || planned(list)) continue;
+        std::string name = std::string(kPrefix) + list;
+        if (marked || !task.env.get(name)) twins.set.emplace_back(std::move(name), v);
     }
     // The step's secret comes from srun, not from the plan; libdistbind
     // takes the twin out of the environment with it.
@@ -53,6 +54,7 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
         std::string name = kPrefix + n;
         if (marked && task.env.get(name)) twins.unset.push_back(std::move(name));
     }
+    tp.set.reserve(tp.set.size() + twins.set.size());
     for (auto &kv : twins.set) tp.set.push_back(std::move(kv));
     for (auto &n : twins.unset) tp.unset.push_back(std::move(n));
 }
