@@ -61,7 +61,10 @@ EnvIndex::EnvIndex(const char *const *env) : env_(env) {
         const size_t len = static_cast<size_t>(eq - e);
         // No environment holds one (Slurm and exec refuse strings over
         // 128 KiB); kept exact all the same.
-        if (len > std::numeric_limits<uint32_t>::max()) scan_ = true;
+        if (len > std::numeric_limits<uint32_t>::max()) {
+            scan_ = true;
+            continue;
+        }
         const uint32_t h = name_hash(e, len);
         for (size_t s = h & mask_;; s = (s + 1) & mask_) {
             Slot &slot = slots_[s];
