@@ -48,7 +48,7 @@ int db_srun_wants_rank0(const db_config *cfg, const db_request *eff, const char 
     try {
         // An srun inside a task (srun --pty bash, then srun) inherits the
         // MASTER_ADDR dist-bind set for the enclosing step: not the user's.
-        return !user || !*user || db::inherited_master(env).first == user;
+        return !user || !*user || db::inherited_master(db::env_get(env, DB_MASTER_MARK)).first == user;
     } catch (...) {
         return 1;  // out of memory: ask for it anyway; the nodes decide
     }
@@ -122,14 +122,19 @@ int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_pl
     bool node_wide = false;
     int rc = guarded(err, errlen, [&] {
         try {
-            db::TaskPlan plan;
-            if (np->het && np->active) {
-                db_task_input task = *in;
-                plan = db::plan_task(db::het_task_view(*np, *in, task.global_rank), task);
-            } else {
-                plan = db::plan_task(*np, *in);
+            // A step dist-bind does not plan (mode off, batch and extern
+            // steps: most steps on most clusters) has nothing to do in a task
+            // without an earlier dist-bind's mark: one scan for it, no index.
+            if (!np->active && (!np->clean_inherited || !db::env_get(in->env, DB_STEP_MARK))) {
+                *out = new db_task_plan();
+                return;
             }
-            db::add_apptainer_twins(*in, plan);
+            // Otherwise the task's environment is indexed here, once, for
+            // every part of its plan.
+            db::TaskEnv task(*np, *in);
+            db::TaskPlan plan =
+                np->het && np->active ? db::plan_task(db::het_task_view(*np, task), task) : db::plan_task(*np, task);
+            db::add_apptainer_twins(task, plan);
             auto *p = new db_task_plan();
             static_cast<db::TaskPlan &>(*p) = std::move(plan);
             *out = p;

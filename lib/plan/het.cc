@@ -23,8 +23,8 @@ namespace db {
 
 namespace {
 
-uint32_t env_count(const char *const *env, const char *name, uint64_t max, bool zero_ok) {
-    const char *v = env_get(env, name);
+uint32_t env_count(const EnvIndex &env, const char *name, uint64_t max, bool zero_ok) {
+    const char *v = env.get(name);
     if (!v) throw Error(std::string("heterogeneous step: Slurm set no ") + name);
     uint64_t n;
     if (!parse_uint(v, max, n) || (!zero_ok && n == 0)) throw Error(quoted(name, v) + ": expected a count");
@@ -33,24 +33,24 @@ uint32_t env_count(const char *const *env, const char *name, uint64_t max, bool 
 
 }  // namespace
 
-bool het_step(const db_node_input &in) {
+bool het_step(const db_node_input &in, const EnvIndex &env) {
     // Every component has at least one task, so the step has more than any
     // one of them.  (SLURM_HET_SIZE is not a test: a step inside a
     // homogeneous allocation has none, and a het job's step may run in one
     // component only.)
-    const char *n = env_get(in.env, "SLURM_STEP_NUM_TASKS");
+    const char *n = env.get("SLURM_STEP_NUM_TASKS");
     uint64_t v;
     return n && parse_uint(n, UINT32_MAX, v) && v != in.ntasks;
 }
 
-void plan_het_node(const db_node_input &in, NodePlan &np) {
+void plan_het_node(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
     np.het = true;
     const std::string comp = "heterogeneous step " + step_name(in.job_id, in.step_id);
-    np.ntasks = env_count(in.env, "SLURM_STEP_NUM_TASKS", UINT32_MAX, false);
-    np.nnodes = env_count(in.env, "SLURM_STEP_NUM_NODES", UINT32_MAX, false);
+    np.ntasks = env_count(env, "SLURM_STEP_NUM_TASKS", UINT32_MAX, false);
+    np.nnodes = env_count(env, "SLURM_STEP_NUM_NODES", UINT32_MAX, false);
     // One job id for every component: the leader's (SLURM_JOB_ID), which
     // also names the step in DIST_BIND_STEP and hashes MASTER_PORT.
-    np.job_id = env_count(in.env, "SLURM_JOB_ID", UINT32_MAX, false);
+    np.job_id = env_count(env, "SLURM_JOB_ID", UINT32_MAX, false);
     if (in.ntasks == 0 || in.local_ntasks == 0 || in.local_ntasks > in.ntasks)
         throw Error("inconsistent " + comp + ": " + std::to_string(in.local_ntasks) + " tasks on this node of " +
                     std::to_string(in.ntasks) + " in its component");
@@ -58,7 +58,7 @@ void plan_het_node(const db_node_input &in, NodePlan &np) {
         throw Error("inconsistent " + comp + ": its component has " + std::to_string(in.ntasks) + " tasks on " +
                     std::to_string(in.nnodes) + " nodes, the step " + std::to_string(np.ntasks) + " on " +
                     std::to_string(np.nnodes));
-    if (const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE")) {
+    if (const char *tpn = env.get("SLURM_STEP_TASKS_PER_NODE")) {
         std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE", np.nnodes,
                                                             "the step has " + std::to_string(np.nnodes));
         uint64_t sum = 0;
@@ -68,7 +68,7 @@ void plan_het_node(const db_node_input &in, NodePlan &np) {
                         std::to_string(counts.size()) + " nodes, but the step has " + std::to_string(np.ntasks) +
                         " on " + std::to_string(np.nnodes));
     }
-    if (const char *name = env_get(in.env, "SLURMD_NODENAME")) np.node_name = name;
+    if (const char *name = env.get("SLURMD_NODENAME")) np.node_name = name;
     np.host = np.node_name.empty() ? "#" + std::to_string(in.node_id) : np.node_name;
 }
 
@@ -77,11 +77,11 @@ void plan_het_node(const db_node_input &in, NodePlan &np) {
 // them (srun A : B without an allocation; a het job's step by default).
 // srun's DIST_BIND_RANK0_ADDR is of no help: srun hands it to one component
 // only.  Rank 0's own task checks the guess (het_task_view).
-void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np) {
-    const char *nodes = env_get(in.env, "SLURM_JOB_NODELIST_HET_GROUP_0");
+void het_master_addr(const db_config &cfg, const EnvIndex &env, NodePlan &np) {
+    const char *nodes = env.get("SLURM_JOB_NODELIST_HET_GROUP_0");
     const char *name = "SLURM_JOB_NODELIST_HET_GROUP_0";
     if (!nodes) {
-        nodes = env_get(in.env, "SLURM_JOB_NODELIST_PACK_GROUP_0");
+        nodes = env.get("SLURM_JOB_NODELIST_PACK_GROUP_0");
         name = "SLURM_JOB_NODELIST_PACK_GROUP_0";
     }
     if (cfg.addr_kind == DB_ADDR_NODEADDR)
@@ -98,25 +98,26 @@ void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np
     np.master_addr_from = std::string("first node of the first component (") + name + ")";
 }
 
-int het_component(const db_node_input &in) {
+int het_component(const db_node_input &in, const EnvIndex &env) {
     // SLURM_JOB_ID_HET_GROUP_<i> (PACK_GROUP before 20.11, still set) is
     // component i's job id; a node's S_JOB_ID is its own component's.
     for (int i = 0; i < 1024; i++) {
         const char *id = nullptr;
         for (const char *kind : {"HET", "PACK"})
-            if (!id) id = env_get(in.env, "SLURM_JOB_ID_" + std::string(kind) + "_GROUP_" + std::to_string(i));
+            if (!id) id = env.get("SLURM_JOB_ID_" + std::string(kind) + "_GROUP_" + std::to_string(i));
         if (!id) return -1;
         if (id == std::to_string(in.job_id)) return i;
     }
     return -1;
 }
 
-NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &global_rank) {
+NodePlan het_task_view(const NodePlan &np, TaskEnv &task) {
     NodePlan v = np;
     const std::string step = step_name(np.job_id, np.step_id);
-    global_rank = env_count(in.env, "SLURM_PROCID", np.ntasks ? np.ntasks - 1 : 0, true);
-    v.node_id = env_count(in.env, "SLURM_NODEID", np.nnodes ? np.nnodes - 1 : 0, true);
-    if (const char *name = env_get(in.env, "SLURMD_NODENAME")) v.node_name = name;
+    uint32_t &global_rank = task.global_rank;
+    global_rank = env_count(task.env, "SLURM_PROCID", np.ntasks ? np.ntasks - 1 : 0, true);
+    v.node_id = env_count(task.env, "SLURM_NODEID", np.nnodes ? np.nnodes - 1 : 0, true);
+    if (const char *name = task.env.get("SLURMD_NODENAME")) v.node_name = name;
     v.host = v.node_name.empty() ? "#" + std::to_string(v.node_id) : v.node_name;
 
     if (global_rank == 0 && !np.het_rank0_node.empty() && !v.node_name.empty() && v.node_name != np.het_rank0_node)
@@ -125,7 +126,7 @@ NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &gl
                     ", the first node of the first component's allocation, which every "
                     "component took for MASTER_ADDR: export MASTER_ADDR before srun, or let the first "
                     "component's step use all of its nodes");
-    const char *gtids = env_get(in.env, "SLURM_GTIDS");
+    const char *gtids = task.env.get("SLURM_GTIDS");
     if (!gtids) throw Error("heterogeneous step " + step + ": Slurm set no SLURM_GTIDS");
     uint32_t lowest = UINT32_MAX;
     bool mine = false;

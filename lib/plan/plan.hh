@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "db_core.h"
+#include "env_index.hh"
 #include "text.hh"
 
 namespace db {
@@ -93,10 +94,10 @@ struct NodePlan {
     TorchrunFlags torchrun;  // the step's program, if torchrun
 
     // The variables dist-bind sets, as the step's environment had them at
-    // user_init (absent names are not listed).  A task whose
-    // value differs at task_init had it changed by a plugin that ran before
-    // dist-bind there: a container plugin (pyxis) copying the image's
-    // environment over the task's.
+    // user_init: (name, value) in kContainerWatched's order, absent names
+    // not listed.  A task whose value differs at task_init had it changed
+    // by a plugin that ran before dist-bind there: a container plugin
+    // (pyxis) copying the image's environment over the task's.
     std::vector<std::pair<std::string, std::string>> step_values;
 };
 
@@ -106,6 +107,21 @@ struct NodePlan {
 constexpr const char *kContainerWatched[] = {"RANK",        "WORLD_SIZE",     "LOCAL_RANK",       "LOCAL_WORLD_SIZE",
                                              "NODE_RANK",   "GROUP_RANK",     "GROUP_WORLD_SIZE", "MASTER_ADDR",
                                              "MASTER_PORT", "DIST_BIND_MODE", "DIST_BIND_DEVICE", "DIST_BIND_GPUS"};
+
+// One task as the task plan reads it (task_init): its ranks and its
+// environment, indexed once, and what that environment says about a
+// dist-bind that ran before, computed once for every part of the plan.
+struct TaskEnv {
+    TaskEnv(const NodePlan &np, const db_task_input &in);
+    uint32_t global_rank, local_rank;
+    EnvIndex env;
+    // DB_STEP_MARK as the task has it: a dist-bind set its variables before.
+    const char *step_mark;
+    // ... and for another step (an enclosing one): those values are that
+    // step's, not the user's, and are dropped where this plan does not set
+    // them anew.
+    bool inherited;
+};
 
 struct TaskPlan {
     std::vector<std::pair<std::string, std::string>> set;
@@ -120,9 +136,9 @@ struct NodeError : Error {
 };
 
 NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
-TaskPlan plan_task(const NodePlan &np, const db_task_input &in);
+TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
 // Adds APPTAINERENV_<NAME> for each variable `tp` sets or unsets (twins.cc).
-void add_apptainer_twins(const db_task_input &in, TaskPlan &tp);
+void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);
@@ -144,14 +160,15 @@ std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bo
 
 // Heterogeneous steps (het.cc): is this one; the node's part of its plan
 // (whole-step counts, the leader's job id); a task's view of the node plan
-// (its global rank, the node's index and NODE_RANK in the whole step).
-bool het_step(const db_node_input &in);
-void plan_het_node(const db_node_input &in, NodePlan &np);
-void het_master_addr(const db_config &cfg, const db_node_input &in, NodePlan &np);
+// (the node's index and NODE_RANK in the whole step; task.global_rank
+// becomes the task's rank in it).  `env` is the step's environment (in.env).
+bool het_step(const db_node_input &in, const EnvIndex &env);
+void plan_het_node(const db_node_input &in, const EnvIndex &env, NodePlan &np);
+void het_master_addr(const db_config &cfg, const EnvIndex &env, NodePlan &np);
 // Which component of its het job this node's step is (0, 1, ...), -1 if
 // Slurm's SLURM_JOB_ID_HET_GROUP_<i> do not say.
-int het_component(const db_node_input &in);
-NodePlan het_task_view(const NodePlan &np, const db_task_input &in, uint32_t &global_rank);
+int het_component(const db_node_input &in, const EnvIndex &env);
+NodePlan het_task_view(const NodePlan &np, TaskEnv &task);
 
 // Each node's NODE_RANK (by Slurm's node index) from the step's layout, and
 // the node that runs rank 0; throws db::Error for a layout that is not one.
@@ -177,9 +194,9 @@ unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id);
 
 // "JOB.STEP".
 std::string step_name(uint32_t job, uint32_t step);
-// MASTER_ADDR/MASTER_PORT as dist-bind set them for an enclosing step
-// ("ADDR:PORT" in DB_MASTER_MARK), or empty.
-std::pair<std::string, std::string> inherited_master(const char *const *env);
+// MASTER_ADDR/MASTER_PORT as dist-bind set them for an enclosing step, from
+// the value of DB_MASTER_MARK ("ADDR:PORT"; may be null), or empty.
+std::pair<std::string, std::string> inherited_master(const char *mark);
 
 }  // namespace db
 

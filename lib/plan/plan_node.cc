@@ -11,8 +11,7 @@ namespace db {
 
 std::string step_name(uint32_t job, uint32_t step) { return std::to_string(job) + "." + std::to_string(step); }
 
-std::pair<std::string, std::string> inherited_master(const char *const *env) {
-    const char *mark = env_get(env, DB_MASTER_MARK);
+std::pair<std::string, std::string> inherited_master(const char *mark) {
     if (!mark) return {};
     std::string m(mark);
     size_t colon = m.rfind(':');
@@ -28,7 +27,7 @@ constexpr const char *kGpuVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICE
 
 // The step's task counts per node in Slurm's node order, checked against
 // the items (empty where Slurm set no SLURM_STEP_TASKS_PER_NODE).
-std::vector<uint32_t> check_counts(const db_node_input &in) {
+std::vector<uint32_t> check_counts(const db_node_input &in, const EnvIndex &env) {
     auto bad = [&](const std::string &what) {
         throw Error("inconsistent step " + step_name(in.job_id, in.step_id) + ": " + what);
     };
@@ -41,7 +40,7 @@ std::vector<uint32_t> check_counts(const db_node_input &in) {
         bad(std::to_string(in.local_ntasks) + " tasks on this node > " + std::to_string(in.ntasks) + " in the step");
 
     // Slurm's own summary must agree with the items.
-    const char *tpn = env_get(in.env, "SLURM_STEP_TASKS_PER_NODE");
+    const char *tpn = env.get("SLURM_STEP_TASKS_PER_NODE");
     if (!tpn) return {};
     {
         std::vector<uint32_t> counts = parse_tasks_per_node(tpn, "SLURM_STEP_TASKS_PER_NODE", in.nnodes,
@@ -66,13 +65,13 @@ std::vector<uint32_t> check_counts(const db_node_input &in) {
 // after another; cyclic deals the first task of every node first; plane
 // deals up to its size to each node in turn.  -1 where the distribution
 // does not say (arbitrary, or a word this code does not know).
-int64_t node_order_lowest(const db_node_input &in, const std::vector<uint32_t> &counts) {
-    const char *dist = env_get(in.env, "SLURM_DISTRIBUTION");
+int64_t node_order_lowest(const db_node_input &in, const EnvIndex &env, const std::vector<uint32_t> &counts) {
+    const char *dist = env.get("SLURM_DISTRIBUTION");
     std::string_view d = dist ? dist : "";
     d = d.substr(0, d.find_first_of(":,="));
     uint64_t plane = 0;
     if (d == "plane") {
-        const char *size = env_get(in.env, "SLURM_DIST_PLANESIZE");
+        const char *size = env.get("SLURM_DIST_PLANESIZE");
         if (!size || !parse_uint(size, UINT32_MAX, plane) || plane == 0) return -1;
     } else if (d == "cyclic") {
         return in.node_id;
@@ -86,8 +85,8 @@ int64_t node_order_lowest(const db_node_input &in, const std::vector<uint32_t> &
 }
 
 // The user's own value: set, and not what dist-bind set for an enclosing step.
-const char *users(const char *const *env, const char *name, const std::string &inherited) {
-    const char *v = env_get(env, name);
+const char *users(const EnvIndex &env, const char *name, const std::string &inherited) {
+    const char *v = env.get(name);
     if (!v || !*v || (!inherited.empty() && inherited == v)) return nullptr;
     return v;
 }
@@ -97,11 +96,11 @@ const char *users(const char *const *env, const char *name, const std::string &i
 // The two nodes that can see it is not (the one running rank 0 and the
 // first one) stop the step rather than start it with node ranks that do not
 // begin at rank 0's node.
-void plan_node_rank(const db_node_input &in, const std::vector<uint32_t> &counts, NodePlan &np) {
+void plan_node_rank(const db_node_input &in, const EnvIndex &env, const std::vector<uint32_t> &counts, NodePlan &np) {
     const std::string step = step_name(in.job_id, in.step_id);
     const std::string lowest =
         in.lowest_rank == 0 ? "rank 0" : "no rank 0 (its lowest is " + std::to_string(in.lowest_rank) + ")";
-    if (const char *hint = env_get(in.env, DB_NODE_RANKS_HINT)) {
+    if (const char *hint = env.get(DB_NODE_RANKS_HINT)) {
         np.node_rank = parse_node_ranks(hint, in.nnodes, in.node_id);
         if (in.lowest_rank_known && (in.lowest_rank == 0) != (np.node_rank.rank == 0))
             throw Error(quoted(DB_NODE_RANKS_HINT, hint) + " makes node " + np.host + " node rank " +
@@ -126,7 +125,7 @@ void plan_node_rank(const db_node_input &in, const std::vector<uint32_t> &counts
     // Every node checks its own ranks against the layout Slurm's node order
     // gives: where Slurm placed the tasks otherwise (a topology's node
     // ranking srun did not foresee), no node runs with a wrong NODE_RANK.
-    const int64_t expected = counts.size() == in.nnodes ? node_order_lowest(in, counts) : -1;
+    const int64_t expected = counts.size() == in.nnodes ? node_order_lowest(in, env, counts) : -1;
     if (expected >= 0 && expected != in.lowest_rank)
         throw Error("node " + np.host + " is node " + std::to_string(in.node_id) + " of step " + step +
                     " in Slurm's order, where its lowest rank would be " + std::to_string(expected) + ", but it runs " +
@@ -134,14 +133,14 @@ void plan_node_rank(const db_node_input &in, const std::vector<uint32_t> &counts
                     DB_NODE_RANKS_HINT + ", so NODE_RANK cannot be told" + load);
 }
 
-void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
+void plan_port(const db_config &cfg, const db_node_input &in, const EnvIndex &env, NodePlan &np,
                const std::pair<std::string, std::string> &inherited);
 
-void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
-    const auto inherited = inherited_master(in.env);
-    const char *user_addr = users(in.env, "MASTER_ADDR", inherited.first);
+void plan_master(const db_config &cfg, const db_node_input &in, const EnvIndex &env, NodePlan &np) {
+    const auto inherited = inherited_master(env.get(DB_MASTER_MARK));
+    const char *user_addr = users(env, "MASTER_ADDR", inherited.first);
     // srun's word reaches only one component of a heterogeneous step.
-    const char *hint = np.het ? nullptr : env_get(in.env, DB_RANK0_HINT);
+    const char *hint = np.het ? nullptr : env.get(DB_RANK0_HINT);
     if (user_addr) {
         np.master_addr = user_addr;
         np.master_addr_from = "set by user";
@@ -149,9 +148,9 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
         np.master_addr = hint;
         np.master_addr_from = "from srun";
     } else if (np.het) {
-        het_master_addr(cfg, in, np);
+        het_master_addr(cfg, env, np);
     } else {
-        const char *dist = env_get(in.env, "SLURM_DISTRIBUTION");
+        const char *dist = env.get("SLURM_DISTRIBUTION");
         const char *why = nullptr;
         if (cfg.addr_kind == DB_ADDR_NODEADDR)
             why = "master_addr=addr needs rank 0's NodeAddr";
@@ -162,19 +161,19 @@ void plan_master(const db_config &cfg, const db_node_input &in, NodePlan &np) {
                         " (is dist-bind in the plugstack.conf srun reads?)");
         // Every other distribution (block, cyclic, plane) starts on the
         // step's first node.
-        const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
+        const char *nodes = env.get("SLURM_STEP_NODELIST");
         if (!nodes) throw Error("SLURM_STEP_NODELIST is not set: cannot tell rank 0's node for MASTER_ADDR");
         np.master_addr = format_master_addr(cfg, hostlist_nth(nodes, 0), nullptr);
         np.master_addr_from = "first node of the step";
     }
 
-    plan_port(cfg, in, np, inherited);
+    plan_port(cfg, in, env, np, inherited);
 }
 
-void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
+void plan_port(const db_config &cfg, const db_node_input &in, const EnvIndex &env, NodePlan &np,
                const std::pair<std::string, std::string> &inherited) {
-    const char *user_port = users(in.env, "MASTER_PORT", inherited.second);
-    const char *resv = env_get(in.env, "SLURM_STEP_RESV_PORTS");
+    const char *user_port = users(env, "MASTER_PORT", inherited.second);
+    const char *resv = env.get("SLURM_STEP_RESV_PORTS");
     if (user_port) {
         uint64_t p;
         if (!parse_uint(user_port, 65535, p) || p == 0)
@@ -195,12 +194,12 @@ void plan_port(const db_config &cfg, const db_node_input &in, NodePlan &np,
         np.notes.push_back("MASTER_PORT set by user wins over port=" + std::to_string(np.req.port));
 }
 
-void plan_gpus(const db_node_input &in, NodePlan &np) {
+void plan_gpus(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
     // Slurm names the step's GPUs in SLURM_STEP_GPUS whenever it allocated
     // some; without it, any GPU list here is the user's, not Slurm's.
-    if (!env_get(in.env, "SLURM_STEP_GPUS")) return;
+    if (!env.get("SLURM_STEP_GPUS")) return;
     for (const char *name : kGpuVars) {
-        const char *v = env_get(in.env, name);
+        const char *v = env.get(name);
         if (!v) continue;
         if (np.gpus.empty()) {
             np.gpus.push_back(GpuVar{name, parse_gpu_list(v, name)});
@@ -233,8 +232,8 @@ void plan_gpus(const db_node_input &in, NodePlan &np) {
 // srun said nothing).  A heterogeneous srun (A : B) says it once per
 // component, ';' between them: the first word is the cluster's, the same in
 // each; the rest is this node's component's.
-Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
-    const char *hint = env_get(in.env, DB_DEVICES_HINT);
+Devices read_devices_hint(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
+    const char *hint = env.get(DB_DEVICES_HINT);
     if (!hint) return Devices::Unknown;
     auto bad = [&] {
         return Error(quoted(DB_DEVICES_HINT, hint) +
@@ -244,7 +243,7 @@ Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
     const std::vector<std::string_view> sections = split(hint, ';');
     int mine = 0;
     if (sections.size() > 1) {
-        mine = het_component(in);
+        mine = het_component(in, env);
         if (mine < 0 || static_cast<size_t>(mine) >= sections.size()) {
             np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " names " + std::to_string(sections.size()) +
                                " components, and Slurm's SLURM_JOB_ID_HET_GROUP_* do not say which this is: "
@@ -282,12 +281,12 @@ Devices read_devices_hint(const db_node_input &in, NodePlan &np) {
 // GPUs per task from the step's environment, where srun's word has none:
 // SLURM_GPUS_PER_TASK (before 23.11), else the gres/gpu items of
 // SLURM_TRES_PER_TASK; several types add up.  0: not asked.
-size_t step_gpus_per_task(const db_node_input &in) {
+size_t step_gpus_per_task(const EnvIndex &env) {
     uint64_t k = 0;
-    if (const char *g = env_get(in.env, "SLURM_GPUS_PER_TASK")) {
+    if (const char *g = env.get("SLURM_GPUS_PER_TASK")) {
         if (!gpus_per_task_count(g, k))
             throw Error(quoted("SLURM_GPUS_PER_TASK", g) + ": expected a count (N, TYPE:N, or TYPE:N,TYPE:M,...)");
-    } else if (const char *t = env_get(in.env, "SLURM_TRES_PER_TASK")) {
+    } else if (const char *t = env.get("SLURM_TRES_PER_TASK")) {
         if (!tres_gpu_count(t, k))
             throw Error(quoted("SLURM_TRES_PER_TASK", t) +
                         ": expected GPU counts as gres/gpu=N or gres/gpu:TYPE=N (or none)");
@@ -303,7 +302,7 @@ size_t step_gpus_per_task(const db_node_input &in) {
 // differs from SLURM_STEP_GPUS (the node's names) is numbered inside the
 // cgroup.  Otherwise the node's own configuration decides (the glue reads
 // it in slurmstepd), else srun's word.
-void plan_devices(const db_node_input &in, NodePlan &np) {
+void plan_devices(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
     if (np.gpus.empty()) return;
     const std::vector<std::string> &step = np.gpus[0].step;
     bool numeric = true, from_zero = true;
@@ -314,7 +313,7 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
     }
     // Indices may be numbered inside a cgroup; UUIDs name GPUs everywhere.
     np.gpu_names = step;
-    const char *names = env_get(in.env, "SLURM_STEP_GPUS");
+    const char *names = env.get("SLURM_STEP_GPUS");
     if (names && numeric) {
         try {
             std::vector<std::string> g = parse_gpu_list(names, "SLURM_STEP_GPUS");
@@ -327,11 +326,11 @@ void plan_devices(const db_node_input &in, NodePlan &np) {
     else if (numeric && np.gpu_names != step)
         seen = Devices::Confined;
 
-    const Devices said = read_devices_hint(in, np);
+    const Devices said = read_devices_hint(in, env, np);
     const Devices own = in.node_devices == DB_DEVICES_CONFINED ? Devices::Confined
                         : in.node_devices == DB_DEVICES_OPEN   ? Devices::Open
                                                                : Devices::Unknown;
-    if (!np.gpus_per_task) np.gpus_per_task = step_gpus_per_task(in);
+    if (!np.gpus_per_task) np.gpus_per_task = step_gpus_per_task(env);
     if (seen != Devices::Unknown) {
         np.devices = seen;
         np.devices_from = "from Slurm's GPU lists";
@@ -382,28 +381,29 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
         np.clean_inherited = true;
         return np;
     }
-    if (het_step(in)) {
-        plan_het_node(in, np);
+    const EnvIndex env(in.env);
+    if (het_step(in, env)) {
+        plan_het_node(in, env, np);
     } else {
-        const std::vector<uint32_t> counts = check_counts(in);
-        const char *nodes = env_get(in.env, "SLURM_STEP_NODELIST");
+        const std::vector<uint32_t> counts = check_counts(in, env);
+        const char *nodes = env.get("SLURM_STEP_NODELIST");
         if (nodes) np.node_name = hostlist_nth(nodes, in.node_id);
         np.host = nodes ? np.node_name : "#" + std::to_string(in.node_id);
-        plan_node_rank(in, counts, np);
+        plan_node_rank(in, env, counts, np);
     }
-    plan_master(cfg, in, np);
+    plan_master(cfg, in, env, np);
     np.torchrun = torchrun_flags(in.argc, in.argv);
     if (np.torchrun.typed_master && !np.torchrun.rdzv_endpoint)
         np.notes.push_back("torchrun's typed --master-addr/--master-port: PET_RDZV_ENDPOINT=" + torchrun_endpoint(np));
-    plan_gpus(in, np);
-    plan_devices(in, np);
-    if (const char *bundle = env_get(in.env, "SLURM_CONTAINER"); bundle && in.container_env_early)
+    plan_gpus(in, env, np);
+    plan_devices(in, env, np);
+    if (const char *bundle = env.get("SLURM_CONTAINER"); bundle && in.container_env_early)
         np.notes.push_back("srun --container=" + std::string(bundle) +
                            ": this Slurm (before 23.02) writes the container's environment before SPANK task_init, "
                            "so none of dist-bind's variables (nor Slurm's per-task ones) reach the program inside "
                            "the container; Slurm 23.02 and later pass them");
     for (const char *name : kContainerWatched)
-        if (const char *v = env_get(in.env, name)) np.step_values.emplace_back(name, v);
+        if (const char *v = env.get(name)) np.step_values.emplace_back(name, v);
     np.active = true;
     return np;
 }

@@ -67,27 +67,21 @@ bool is_first_n(const std::vector<std::string> &list) {
     return true;
 }
 
-// Did an enclosing step's dist-bind set this task's variables?
-bool inherited_step(const NodePlan &np, const char *const *env) {
-    const char *mark = env_get(env, DB_STEP_MARK);
-    return mark && step_name(np.job_id, np.step_id) != mark;
-}
-
 // Unset what an enclosing step's dist-bind set and this plan does not set.
-void drop_inherited(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
-    if (!inherited_step(np, in.env)) return;
-    auto is_set = [&](const std::string &name) {
+void drop_inherited(const TaskEnv &task, TaskPlan &tp) {
+    if (!task.inherited) return;
+    auto is_set = [&](std::string_view name) {
         for (const auto &kv : tp.set)
             if (kv.first == name) return true;
         return false;
     };
-    const auto master = inherited_master(in.env);
+    const auto master = inherited_master(task.env.get(DB_MASTER_MARK));
     for (const char *name : kOwnVars)
-        if (env_get(in.env, name) && !is_set(name)) tp.unset.emplace_back(name);
+        if (task.env.get(name) && !is_set(name)) tp.unset.emplace_back(name);
     const std::pair<const char *, const std::string *> ours[] = {{"MASTER_ADDR", &master.first},
                                                                  {"MASTER_PORT", &master.second}};
     for (const auto &o : ours) {
-        const char *v = env_get(in.env, o.first);
+        const char *v = task.env.get(o.first);
         if (v && !o.second->empty() && *o.second == v && !is_set(o.first)) tp.unset.emplace_back(o.first);
     }
 }
@@ -95,12 +89,12 @@ void drop_inherited(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
 // One task's GPU planning: what Slurm gave it, what it owns, what it sees.
 class TaskGpus {
   public:
-    TaskGpus(const NodePlan &np, const db_task_input &in, TaskPlan &tp, std::vector<std::string> &notes)
-        : np_(np), in_(in), tp_(tp), notes_(notes), step_(np.gpus[0].step), mode_(np.req.mode) {}
+    TaskGpus(const NodePlan &np, const TaskEnv &task, TaskPlan &tp, std::vector<std::string> &notes)
+        : np_(np), task_(task), tp_(tp), notes_(notes), step_(np.gpus[0].step), mode_(np.req.mode) {}
 
     void plan() {
         const GpuVar &primary = np_.gpus[0];
-        task_list_ = env_get(in_.env, primary.name.c_str());
+        task_list_ = task_.env.get(primary.name);
         // No list for the task (--gpu-bind=none): as if Slurm had not bound
         // it, every GPU of the step on the node is its to use.
         mine_ = task_list_ ? parse_gpu_list(task_list_, primary.name) : step_;
@@ -175,7 +169,7 @@ class TaskGpus {
     // node's only task owns them all).
     void choose_own() {
         const bool bound = mine_ != step_ || np_.local_ntasks == 1;
-        near_ = mode_ == DB_MODE_CLOSEST && np_.closest.chosen ? &np_.closest.tasks[in_.local_rank] : nullptr;
+        near_ = mode_ == DB_MODE_CLOSEST && np_.closest.chosen ? &np_.closest.tasks[task_.local_rank] : nullptr;
         // The topology choice was made for k GPUs per task before the tasks
         // existed; where Slurm bound this task to another number, rank's
         // rule keeps the promise instead.
@@ -193,7 +187,7 @@ class TaskGpus {
         } else {
             // k GPUs each where the step asked for k per task and they fit.
             const size_t k = np_.gpus_per_task && np_.local_ntasks * np_.gpus_per_task <= n ? np_.gpus_per_task : 1;
-            for (size_t j = 0; j < k; j++) own_.push_back((in_.local_rank * k + j) % n);
+            for (size_t j = 0; j < k; j++) own_.push_back((task_.local_rank * k + j) % n);
         }
         const size_t k = own_.size();
         overflow_ = static_cast<uint64_t>(np_.local_ntasks) * k > n;
@@ -231,7 +225,7 @@ class TaskGpus {
                              " GPUs, device " + std::to_string(device_) + " is this task's");
         } else {
             // rank/closest: own GPUs at LOCAL_RANK*k, the rest in Slurm's order.
-            device_ = static_cast<size_t>(in_.local_rank) * k;
+            device_ = static_cast<size_t>(task_.local_rank) * k;
             std::vector<bool> taken(n, false);
             for (size_t p : own_) taken[p] = true;
             size_t next = 0;
@@ -255,19 +249,18 @@ class TaskGpus {
     // alone, so it keeps the order.
     void write_lists() {
         auto has = [&](const char *name) {
-            return std::any_of(np_.gpus.begin(), np_.gpus.end(), [&](const GpuVar &g) {
-                return g.name == name && (!task_list_ || env_get(in_.env, name));
-            });
+            return std::any_of(np_.gpus.begin(), np_.gpus.end(),
+                               [&](const GpuVar &g) { return g.name == name && (!task_list_ || task_.env.get(name)); });
         };
         const bool rocr = has("ROCR_VISIBLE_DEVICES");
         for (const GpuVar &g : np_.gpus) {
-            if (task_list_ && !env_get(in_.env, g.name.c_str())) continue;
+            if (task_list_ && !task_.env.get(g.name)) continue;
             const bool second_stage = rocr && g.name == "GPU_DEVICE_ORDINAL";
             set(g.name, second_stage ? first_n(visible_.size()) : pick(g.step, visible_));
         }
         if (rocr && has("CUDA_VISIBLE_DEVICES")) {
-            const char *user = env_get(in_.env, "HIP_VISIBLE_DEVICES");
-            if (user && !inherited_step(np_, in_.env) && first_n(visible_.size()) != user)
+            const char *user = task_.env.get("HIP_VISIBLE_DEVICES");
+            if (user && !task_.inherited && first_n(visible_.size()) != user)
                 notes_.push_back(quoted("HIP_VISIBLE_DEVICES", user) +
                                  " replaced: ROCR_VISIBLE_DEVICES already orders the GPUs for ROCm");
             set("HIP_VISIBLE_DEVICES", first_n(visible_.size()));
@@ -289,10 +282,9 @@ class TaskGpus {
         set("DIST_BIND_GPUS", pick(np_.gpu_names, own_));
         if (near_) {
             // Where the task sits; a value the user exported wins.
-            const bool ours = inherited_step(np_, in_.env);
             auto where = [&](const char *name, const std::string &value) {
                 if (value.empty()) return;
-                if (env_get(in_.env, name) && !ours)
+                if (task_.env.get(name) && !task_.inherited)
                     notes_.push_back(std::string(name) + " set by user wins over " + value);
                 else
                     set(name, value);
@@ -307,7 +299,7 @@ class TaskGpus {
     }
 
     const NodePlan &np_;
-    const db_task_input &in_;
+    const TaskEnv &task_;
     TaskPlan &tp_;
     std::vector<std::string> &notes_;
     const std::vector<std::string> &step_;
@@ -321,11 +313,11 @@ class TaskGpus {
     bool untrusted_ = false;  // the task's list was not Slurm's
 };
 
-void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
+void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     auto set = [&](const char *name, std::string value) { tp.set.emplace_back(name, std::move(value)); };
-    set("RANK", std::to_string(in.global_rank));
+    set("RANK", std::to_string(task.global_rank));
     set("WORLD_SIZE", std::to_string(np.ntasks));
-    set("LOCAL_RANK", std::to_string(in.local_rank));
+    set("LOCAL_RANK", std::to_string(task.local_rank));
     set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
     set("NODE_RANK", std::to_string(np.node_rank.rank));
     set("GROUP_RANK", std::to_string(np.node_rank.rank));
@@ -336,53 +328,64 @@ void set_rank_vars(const NodePlan &np, const db_task_input &in, TaskPlan &tp) {
     set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
     set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
     for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT})
-        if (env_get(in.env, hint)) tp.unset.emplace_back(hint);
+        if (task.env.get(hint)) tp.unset.emplace_back(hint);
     // The place these values are for: a launcher that re-ranks its workers
     // (torchrun) leaves them behind, and libdistbind then knows its
     // DIST_BIND_DEVICE is the launcher's.
     set("DIST_BIND_TASK",
-        std::to_string(in.global_rank) + "," + std::to_string(in.local_rank) + "," + std::to_string(np.ntasks));
+        std::to_string(task.global_rank) + "," + std::to_string(task.local_rank) + "," + std::to_string(np.ntasks));
     // torchrun reads its flags and their PET_<FLAG> defaults only; one srun
     // task is one of its agents ("nodes").  Defaults: a flag the user types
     // wins (the endpoint follows a typed master), so does a PET_ value
     // exported before srun.
-    const bool ours = inherited_step(np, in.env);
     const std::pair<const char *, std::string> pet[] = {
-        {"PET_NNODES", std::to_string(np.ntasks)},    {"PET_NODE_RANK", std::to_string(in.global_rank)},
+        {"PET_NNODES", std::to_string(np.ntasks)},    {"PET_NODE_RANK", std::to_string(task.global_rank)},
         {"PET_MASTER_ADDR", np.master_addr},          {"PET_MASTER_PORT", np.master_port},
         {"PET_RDZV_ENDPOINT", torchrun_endpoint(np)}, {"PET_RDZV_ID", step_name(np.job_id, np.step_id)}};
     for (const auto &p : pet)
-        if (ours || !env_get(in.env, p.first)) set(p.first, p.second);
+        if (task.inherited || !task.env.get(p.first)) set(p.first, p.second);
 }
 
 // The variables dist-bind sets whose value changed between user_init and
 // this task's task_init (Slurm changes none of them there), "A, B".
-std::string changed_before(const NodePlan &np, const db_task_input &in) {
+std::string changed_before(const NodePlan &np, const TaskEnv &task) {
     std::string out;
+    auto then = np.step_values.begin();  // in kContainerWatched's order
     for (const char *name : kContainerWatched) {
-        const char *now = env_get(in.env, name);
-        const std::string *then = nullptr;
-        for (const auto &kv : np.step_values)
-            if (kv.first == name) then = &kv.second;
-        if ((now == nullptr) != (then == nullptr) || (now && *then != now))
-            out += (out.empty() ? "" : ", ") + std::string(name);
+        const char *now = task.env.get(name);
+        const std::string *was = nullptr;
+        if (then != np.step_values.end() && then->first == name) was = &(then++)->second;
+        if ((now == nullptr) != (was == nullptr) || (now && *was != now)) {
+            if (!out.empty()) out += ", ";
+            out += name;
+        }
     }
     return out;
 }
 
 }  // namespace
 
-TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
+TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
+    : global_rank(in.global_rank),
+      local_rank(in.local_rank),
+      env(in.env),
+      step_mark(env.get(DB_STEP_MARK)),
+      inherited(step_mark && step_name(np.job_id, np.step_id) != step_mark) {}
+
+TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
     TaskPlan tp;
+    // About 30 variables, and their twins after them (add_apptainer_twins):
+    // one allocation rather than a copy at every doubling.
+    tp.set.reserve(72);
     if (!np.active) {
-        if (np.clean_inherited) drop_inherited(np, in, tp);
+        if (np.clean_inherited) drop_inherited(task, tp);
         return tp;
     }
-    if (in.local_rank >= np.local_ntasks || in.global_rank >= np.ntasks)
-        throw Error("task " + std::to_string(in.global_rank) + " (local " + std::to_string(in.local_rank) +
+    if (task.local_rank >= np.local_ntasks || task.global_rank >= np.ntasks)
+        throw Error("task " + std::to_string(task.global_rank) + " (local " + std::to_string(task.local_rank) +
                     ") is outside step " + step_name(np.job_id, np.step_id) + " of " + std::to_string(np.ntasks) +
                     " tasks, " + std::to_string(np.local_ntasks) + " on this node");
-    set_rank_vars(np, in, tp);
+    set_rank_vars(np, task, tp);
 
     std::vector<std::string> notes = np.notes;
     if (np.req.mode == DB_MODE_CLOSEST && !np.gpus.empty()) {
@@ -397,20 +400,20 @@ TaskPlan plan_task(const NodePlan &np, const db_task_input &in) {
     if (!np.gpus.empty()) {
         if (np.devices == Devices::Confined)
             notes.push_back("device cgroup: Slurm numbers GPU lists inside it (" + np.devices_from + ")");
-        TaskGpus g(np, in, tp, notes);
+        TaskGpus g(np, task, tp, notes);
         g.plan();
         gpus = g.gpus_shown, visible = g.visible_shown, device = g.device_shown;
     }
-    drop_inherited(np, in, tp);
-    if (std::string changed = changed_before(np, in); !changed.empty())
+    drop_inherited(task, tp);
+    if (std::string changed = changed_before(np, task); !changed.empty())
         notes.push_back("a plugin that ran before dist-bind in task_init changed " + changed +
                         " (a container plugin such as pyxis copying the image's environment): dist-bind's values "
                         "replace them");
     tp.set.emplace_back(DB_SET_RECORD, set_record(tp.set, tp.unset));
 
     if (np.req.verbose) {
-        tp.verbose = "dist-bind: rank=" + std::to_string(in.global_rank) + "/" + std::to_string(np.ntasks) +
-                     " host=" + np.host + " local_rank=" + std::to_string(in.local_rank) + "/" +
+        tp.verbose = "dist-bind: rank=" + std::to_string(task.global_rank) + "/" + std::to_string(np.ntasks) +
+                     " host=" + np.host + " local_rank=" + std::to_string(task.local_rank) + "/" +
                      std::to_string(np.local_ntasks) + " gpus=" + gpus + " visible=" + visible + " device=" + device +
                      " mode=" + db_mode_name(np.req.mode) + " master=" + np.master_addr + ":" + np.master_port +
                      " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")" +

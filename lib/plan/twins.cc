@@ -14,15 +14,18 @@
 
 namespace db {
 
-void add_apptainer_twins(const db_task_input &in, TaskPlan &tp) {
+void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
     constexpr const char *kPrefix = "APPTAINERENV_";
     // With an enclosing step's mark, twins found in the task are that step's
     // dist-bind's; without, the user exported them, and the user's win.
-    const bool inherited = env_get(in.env, DB_STEP_MARK) != nullptr;
+    // (Any mark counts here, also one naming this step: task.inherited is
+    // narrower.)
+    const bool marked = task.step_mark != nullptr;
     TaskPlan twins;
+    twins.set.reserve(tp.set.size() + 6);
     for (const auto &kv : tp.set) {
         std::string name = kPrefix + kv.first;
-        if (env_get(in.env, name) && !inherited) {
+        if (!marked && task.env.get(name)) {
             if (!tp.verbose.empty()) tp.verbose += "; " + name + " set by user wins";
             continue;
         }
@@ -31,26 +34,27 @@ void add_apptainer_twins(const db_task_input &in, TaskPlan &tp) {
     // The GPU lists the plan leaves as Slurm set them (env mode, a task
     // Slurm confined to its GPUs) are the task's too: without their twins
     // an image's value would win over them, and --cleanenv would drop them.
-    auto planned = [&](const std::string &name) {
+    auto planned = [&](std::string_view name) {
         for (const auto &kv : tp.set)
             if (kv.first == name) return true;
         return std::find(tp.unset.begin(), tp.unset.end(), name) != tp.unset.end();
     };
     for (const char *list : {"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES",
                              "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}) {
-        const char *v = env_get(in.env, list);
-        std::string name = kPrefix + std::string(list);
-        if (!tp.set.empty() && v && !planned(list) && (inherited || !env_get(in.env, name)))
-            twins.set.emplace_back(std::move(name), v);
+        const char *v = task.env.get(list);
+        if (tp.set.empty() || !v || planned(list)) continue;
+        std::string name = std::string(kPrefix) + list;
+        if (marked || !task.env.get(name)) twins.set.emplace_back(std::move(name), v);
     }
     // The step's secret comes from srun, not from the plan; libdistbind
     // takes the twin out of the environment with it.
-    const char *secret = env_get(in.env, DB_SECRET_VAR);
+    const char *secret = task.env.get(DB_SECRET_VAR);
     if (!tp.set.empty() && secret) twins.set.emplace_back(std::string(kPrefix) + DB_SECRET_VAR, secret);
     for (const std::string &n : tp.unset) {
         std::string name = kPrefix + n;
-        if (inherited && env_get(in.env, name)) twins.unset.push_back(std::move(name));
+        if (marked && task.env.get(name)) twins.unset.push_back(std::move(name));
     }
+    tp.set.reserve(tp.set.size() + twins.set.size());
     for (auto &kv : twins.set) tp.set.push_back(std::move(kv));
     for (auto &n : twins.unset) tp.unset.push_back(std::move(n));
 }

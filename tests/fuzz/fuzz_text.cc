@@ -1,8 +1,12 @@
 // The strict parsers of what Slurm and users hand the plugin and library
 // (lib/common/text.cc): Slurm hostlists, tasks-per-node lists, GPU lists,
 // port lists, numbers.  The first byte picks one; the rest is its input.
+// Every input is also an environment, one entry a line, for the index the
+// plan reads environments through (lib/common/env_index.cc).
 #include <cstring>
+#include <vector>
 
+#include "env_index.hh"
 #include "fuzz.hh"
 #include "text.hh"
 
@@ -75,6 +79,24 @@ void numbers(const std::string &s) {
     FUZZ_CHECK(q.size() <= s.size() + 8 && q.size() <= 120 + 8 + 3, "quoted too long");
 }
 
+// The index finds what a scan finds, the same entry: for every prefix of
+// every line as the name (names with '=', the empty name, a name twice).
+void env_lookups(const std::string &s) {
+    std::vector<std::string> lines;
+    for (std::string_view line : db::split(s, '\n')) lines.emplace_back(line.substr(0, line.find('\0')));
+    std::vector<const char *> env;
+    for (const std::string &l : lines) env.push_back(l.c_str());
+    env.push_back(nullptr);
+    const db::EnvIndex index(env.data());
+    for (const std::string &l : lines)
+        for (size_t n = 0; n <= l.size() && n <= 64; n++) {
+            const std::string_view name(l.data(), n);
+            const char *scan = db::env_get(env.data(), name), *indexed = index.get(name);
+            FUZZ_CHECK(indexed == scan, "\"%.*s\": the index says %s, a scan %s", static_cast<int>(n), l.data(),
+                       indexed ? indexed : "(none)", scan ? scan : "(none)");
+        }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -88,5 +110,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 2: gpus(s); break;
     default: numbers(s); break;
     }
+    env_lookups(s);
     return 0;
 }
