@@ -59,7 +59,9 @@ struct layout_hints {
     char rank0[256];  /* the name of the node that runs rank 0 */
 };
 
-/* 0, or -1 with the reason in `why`. */
+/* 0; -1 with the reason in `why` where srun could not get the layout; -2
+ * where it got one it cannot pass to the nodes (too irregular a node order
+ * for one environment variable, or not a layout). */
 static int read_layout(uint32_t job, uint32_t step, struct layout_hints *h, char *why, size_t len) {
     layout_get_f get = (layout_get_f)db_slurm_api("slurm_job_step_layout_get", NULL);
     layout_free_f release = (layout_free_f)db_slurm_api("slurm_job_step_layout_free", NULL);
@@ -83,8 +85,10 @@ static int read_layout(uint32_t job, uint32_t step, struct layout_hints *h, char
         return -1;
     }
     if (db_layout_hints(l->node_cnt, l->task_cnt, l->tasks, (const uint32_t *const *)l->tids, &h->node_ranks, &node,
-                        err, sizeof err) != 0)
+                        err, sizeof err) != 0) {
         snprintf(why, len, "step %u.%u: %.400s", job, step, err);
+        rc = -2;
+    }
     else if (!l->node_list)
         snprintf(why, len, "the layout of step %u.%u names no nodes", job, step);
     else if (db_hostlist_nth(l->node_list, node, h->rank0, sizeof h->rank0, err, sizeof err) != 0)
@@ -174,10 +178,17 @@ static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *e
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
         snprintf(why, sizeof why, "cannot read the job and step id in srun");
-    } else if (read_layout(job, step, &h, why, sizeof why) == 0) {
-        rc = 0;
+    } else {
+        rc = read_layout(job, step, &h, why, sizeof why);
     }
     if (rc != 0) {
+        /* A node order srun read but cannot pass would leave the nodes
+         * unable to tell their NODE_RANK: one message here, not one per
+         * node. */
+        if (rc == -2) {
+            slurm_error(DB_PREFIX "%s", why);
+            return -1;
+        }
         if (needed) {
             slurm_error(DB_PREFIX "%s: rank 0's node is needed for MASTER_ADDR", why);
             return -1;

@@ -341,6 +341,26 @@ class Lab:
                     return None
                 return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
 
+    def srun_rpcs(self, args, runs=3, user=65534):
+        """slurmctld's RPCs per srun of `args` running `true`, as sdiag
+        counts them by user: srun runs as `user` (nobody), so that what
+        slurmd and slurmstepd send (as root) is not counted.  Returns (RPCs
+        per srun, {RPC type: count over the runs}, the failed srun's
+        CompletedProcess or None); deterministic, no timing."""
+        import re
+        self.run(["sdiag", "--reset"])
+        argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups", "srun"]
+        for _ in range(runs):
+            r = self.run(argv + shlex.split(args) + ["true"])
+            if r.returncode != 0:
+                return None, {}, r
+        out = self.run(["sdiag"]).stdout
+        by_type, by_user = out.split("by user")[0], out.split("by user")[-1]
+        users = {int(m.group(1)): int(m.group(2)) for m in re.finditer(r"\(\s*(\d+)\)\s+count:(\d+)", by_user)}
+        types = {m.group(1): int(m.group(2))
+                 for m in re.finditer(r"^\s+([A-Z_]+)\s+\(\s*\d+\)\s+count:(\d+)", by_type, re.M)}
+        return users.get(user, 0) / runs, types, None
+
     def mpi_types(self):
         """The MPI plugin types this lab's srun offers (`srun --mpi=list`)."""
         if not hasattr(self, "_mpi_types"):
@@ -583,9 +603,16 @@ def bound_own(base):
 
 
 def unbound_own(base):
-    """Without per-task binding, local task i owns the i-th step GPU."""
+    """Without per-task binding, local task i owns the i-th step GPU, and a
+    node's only task all of them."""
     alloc = devmodel.node_alloc(base)
-    return lambda r: [alloc[base[r]["SLURMD_NODENAME"]][int(base[r]["SLURM_LOCALID"])]]
+
+    def own(r):
+        host = base[r]["SLURMD_NODENAME"]
+        if sum(1 for b in base.values() if b["SLURMD_NODENAME"] == host) == 1:
+            return alloc[host]
+        return [alloc[host][int(base[r]["SLURM_LOCALID"])]]
+    return own
 
 
 

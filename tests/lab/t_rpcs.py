@@ -16,11 +16,10 @@ slurmstepd send (as root) is not counted, and what nobody sent over a few
 sruns is srun's own.  The count is deterministic; no timing."""
 # lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
-import os, re, shlex, sys
+import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own, slurm_at_least
 
-NOBODY = 65534
 RUNS = 3
 SEED = "-N2 -n5 --gpus-per-task=1"
 # Slurm 22.05 refuses --gpus-per-task with -m arbitrary (insufficient GRES).
@@ -29,30 +28,17 @@ ARBITRARY = "-m arbitrary -w node2,node1,node2,node1,node2 -n5 --gpus-per-node=4
 OURS = ("REQUEST_BUILD_INFO", "REQUEST_STEP_LAYOUT", "REQUEST_NODE_INFO_SINGLE", "REQUEST_NODE_INFO")
 
 
-def sdiag(lab):
-    out = lab.run(["sdiag"]).stdout
-    users = {int(m.group(1)): int(m.group(2)) for m in re.finditer(r"\(\s*(\d+)\)\s+count:(\d+)", out.split(
-        "by user")[-1])}
-    types = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+([A-Z_]+)\s+\(\s*\d+\)\s+count:(\d+)",
-                                                              out.split("by user")[0], re.M)}
-    return users, types
-
-
 def rpcs(t, lab, args, what):
-    """(RPCs per srun that srun's user sent, {type: count over the runs})
-    for RUNS sruns of `args` running `true` as nobody; None if one failed."""
-    lab.run(["sdiag", "--reset"])
-    argv = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups", "srun"]
-    for _ in range(RUNS):
-        r = lab.run(argv + shlex.split(args) + ["true"])
-        if not t.ok(r.returncode == 0, "%s: srun %s ran as nobody (rc %d) %s" % (what, args, r.returncode,
-                                                                                 r.stderr.strip()[-300:])):
-            return None, {}
-    users, types = sdiag(lab)
-    count = users.get(NOBODY, 0)
-    if count % RUNS:
-        t.ok(False, "%s: %d RPCs in %d sruns is not the same number per srun" % (what, count, RUNS))
-    return count / RUNS, types
+    """(RPCs per srun that srun's user sent, {type: count over the runs});
+    None if an srun failed."""
+    count, types, failed = lab.srun_rpcs(args, RUNS)
+    if failed:
+        t.ok(False, "%s: srun %s ran as nobody (rc %d) %s" % (what, args, failed.returncode,
+                                                             failed.stderr.strip()[-300:]))
+        return None, {}
+    if count != int(count):
+        t.ok(False, "%s: %s RPCs per srun is not the same number in every srun" % (what, count))
+    return count, types
 
 
 def expect(t, lab, args, extra, what, mode="rank"):
