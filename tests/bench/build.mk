@@ -12,7 +12,12 @@ $(B)/bench/b_topo: $(B)/pic/tests/bench/b_topo.o $(TOPO_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $^ $(HWLOC_LIBS) $(LDFLAGS)
 
-BENCH_BINS += $(B)/bench/bench_plan $(B)/bench/b_topo
+# srun's node ranks at 1,000 to 100,000 nodes (synthetic layouts).
+$(B)/bench/bench_hints: $(B)/pic/tests/bench/bench_hints.o $(PLAN_PIC) $(COMMON_PIC)
+	@mkdir -p $(@D)
+	$(CXX) -o $@ $^
+
+BENCH_BINS += $(B)/bench/bench_plan $(B)/bench/b_topo $(B)/bench/bench_hints
 
 # The per-task cost's baseline, measured in the same run (b_plan.py): the
 # plan of e50afc0, the release before the Apptainer twins, the PET_

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""dist-bind at 2, 16 and (where memory allows) 64 nodes of the lab, 3
+tasks and 3 of the 4 fake GPUs per node, side by side in one run per node
+count:
+  - srun's wall time with and without --dist-bind (`true` as the program,
+    interleaved pairs, medians): goal <= 1.05 at every node count;
+  - slurmctld's RPCs per srun with and without --dist-bind on the default
+    path (sdiag, by user, srun as nobody; deterministic): goal +0;
+  - libdistbind's bring-up over each bootstrap Slurm has (PMIx, PMI2) and
+    over TCP (--mpi=none): rank 0's set-up (distbind_init, which waits for
+    the step's last rank) and one 128-byte id broadcast + barrier
+    (tests/exchange/worker.c), medians of RUNS runs;
+  - dist-bind-check's wall time (srun to exit) over each bootstrap.
+Then srun's side at 1,000 to 100,000 nodes, without a lab: the time to
+build DIST_BIND_NODE_RANKS from a synthetic layout and its size, block and
+topology-permuted (bench_hints.c); goal: it fits one environment string
+(the kernel's 128 KiB), or srun refuses the step with one message.
+Prints "GOAL<TAB>figure<TAB>measured<TAB>goal<TAB>met|missed" lines and
+exits 1 when one is missed."""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+import labkit  # noqa: E402
+from runtimekit import CHECK, WORKER  # noqa: E402
+
+HINTS = os.path.join(ROOT, "build", "bench", "bench_hints")
+NODES = (2, 16, 64)
+PER_NODE = 3
+PAIRS = {2: 20, 16: 12, 64: 8}
+RUNS = 2
+SRUN_GOAL = 1.05
+KERNEL_MAX = 128 * 1024
+# A 64-node lab: 64 slurmd and 192 tasks; leave room for the rest.
+MEM_64_KIB = 6 * 1024 * 1024
+
+missed = []
+
+
+def goal(figure, measured, target, met):
+    if not met:
+        missed.append(figure)
+    print("GOAL\t%s\t%s\t%s\t%s" % (figure, measured, target, "met" if met else "missed"))
+
+
+def mem_available_kib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1])
+    return 0
+
+
+def timed_srun(lab, args, cmd, env=None, timeout=300):
+    t0 = time.perf_counter()
+    r = lab.srun(args, cmd, env=env, timeout=timeout)
+    return time.perf_counter() - t0, r
+
+
+def worker_fields(stdout):
+    """Rank 0's BENCH and INIT figures (srun --label: "0: BENCH ...")."""
+    f = {}
+    for line in stdout.splitlines():
+        head, sep, rest = line.partition(": ")
+        if sep and head.strip() == "0" and rest.startswith(("BENCH", "INIT")):
+            f.update(w.partition("=")[::2] for w in rest.split()[1:])
+    return f
+
+
+def one_size(n):
+    job = "-N%d -n%d --gpus-per-task=1" % (n, n * PER_NODE)
+    with labkit.Lab(nodes=n) as lab:
+        print("== %d nodes: srun %s" % (n, job))
+        # srun's wall time, interleaved so that drift hits both alike.
+        without, with_db = [], []
+        for _ in range(PAIRS[n]):
+            for out, extra in ((without, ""), (with_db, " --dist-bind")):
+                took, r = timed_srun(lab, job + extra, ["true"])
+                if r.returncode != 0:
+                    print("srun %s%s failed (rc %d): %s" % (job, extra, r.returncode, r.stderr.strip()[-300:]))
+                    goal("srun ratio, %d nodes" % n, "srun failed", "<= %g" % SRUN_GOAL, False)
+                    return
+                out.append(took)
+        a, b = statistics.median(without), statistics.median(with_db)
+        goal("srun ratio, %d nodes" % n, "%.3f (%.0f ms vs %.0f ms)" % (b / a, b * 1e3, a * 1e3),
+             "<= %g" % SRUN_GOAL, b / a <= SRUN_GOAL)
+
+        base, _, f1 = lab.srun_rpcs(job)
+        ours, types, f2 = lab.srun_rpcs(job + " --dist-bind")
+        ok = not f1 and not f2 and base
+        goal("RPCs per srun added by --dist-bind, %d nodes" % n,
+             "%+g (%g with, %g without)" % (ours - base, ours, base) if ok else "srun failed", "+0",
+             bool(ok) and ours == base)
+
+        print("bring-up, %d ranks on %d nodes (medians of %d runs)" % (n * PER_NODE, n, RUNS))
+        print("  --mpi | bootstrap | set-up (rank 0) | id+barrier | dist-bind-check, srun to exit")
+        for mpi, boot in lab.bootstraps():
+            setups, idb, checks = [], [], []
+            for _ in range(RUNS):
+                r = lab.srun("--label %s --dist-bind --mpi=%s" % (job, mpi), [WORKER, "bench", "5"],
+                             env={"DIST_BIND_TIMEOUT": "120"}, timeout=300)
+                f = worker_fields(r.stdout)
+                if r.returncode != 0 or "median_us" not in f:
+                    print("  xchg_worker over %s failed (rc %d): %s" % (mpi, r.returncode, r.stderr.strip()[-300:]))
+                    missed.append("bring-up over %s, %d nodes" % (boot, n))
+                    break
+                setups.append(float(f["init_us"]) / 1e3)
+                idb.append(float(f["median_us"]) / 1e3)
+                took, r = timed_srun(lab, "%s --dist-bind --mpi=%s" % (job, mpi), [CHECK],
+                                     env={"DIST_BIND_TIMEOUT": "120"})
+                if r.returncode != 0:
+                    print("  dist-bind-check over %s failed (rc %d): %s" % (mpi, r.returncode,
+                                                                         r.stdout.strip()[-300:]))
+                    missed.append("dist-bind-check over %s, %d nodes" % (boot, n))
+                    break
+                checks.append(took)
+            if setups and checks:
+                print("  %-5s | %-9s | %12.1f ms | %7.2f ms | %.2f s" % (
+                    mpi, boot, statistics.median(setups), statistics.median(idb), statistics.median(checks)))
+
+
+def hints():
+    print("== srun's node ranks (DIST_BIND_NODE_RANKS) from synthetic layouts, 4 tasks per node")
+    r = subprocess.run([HINTS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        goal("DIST_BIND_NODE_RANKS fits one environment string", "bench_hints failed: " + r.stderr.strip(),
+             "< 128 KiB or one clear error", False)
+        return
+    print("  nodes   | layout   | build time | size")
+    error_text = [l[len("HINTS-ERROR "):] for l in r.stdout.splitlines() if l.startswith("HINTS-ERROR")]
+    fits = True
+    for line in r.stdout.splitlines():
+        if not line.startswith("HINTS "):
+            continue
+        f = dict(w.split("=", 1) for w in line.split()[1:])
+        size = "refused: too irregular" if f["error"] == "1" else "%s bytes" % f["bytes"]
+        print("  %7s | %-8s | %7.0f us | %s" % (f["nodes"], f["layout"], float(f["us"]), size))
+        if f["error"] == "0" and int(f["bytes"]) >= KERNEL_MAX:
+            fits = False
+        if f["error"] == "1" and f["layout"] != "shuffled":
+            fits = False  # a layout Slurm makes must pass
+    clear = all("too irregular" in e and "DIST_BIND_NODE_RANKS" in e for e in error_text)
+    goal("DIST_BIND_NODE_RANKS at 100,000 nodes (block, topology: fits; any order: fits or one clear error)",
+         "fits" if fits and clear else "does not fit", "< 128 KiB or one clear error", fits and clear)
+
+
+def main():
+    for n in NODES:
+        if n == 64 and mem_available_kib() < MEM_64_KIB:
+            print("== 64 nodes: not run, %d MiB of memory available (needs %d)" % (
+                mem_available_kib() // 1024, MEM_64_KIB // 1024))
+            continue
+        try:
+            one_size(n)
+        except SystemExit as e:  # the lab cannot run here
+            print("b_scale: the lab cannot run here (%s)" % e)
+            goal("srun ratio, %d nodes" % n, "no lab", "<= %g" % SRUN_GOAL, False)
+            break
+    hints()
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()
