@@ -88,8 +88,7 @@ static int read_layout(uint32_t job, uint32_t step, struct layout_hints *h, char
                         err, sizeof err) != 0) {
         snprintf(why, len, "step %u.%u: %.400s", job, step, err);
         rc = -2;
-    }
-    else if (!l->node_list)
+    } else if (!l->node_list)
         snprintf(why, len, "the layout of step %u.%u names no nodes", job, step);
     else if (db_hostlist_nth(l->node_list, node, h->rank0, sizeof h->rank0, err, sizeof err) != 0)
         snprintf(why, len, "%s", err);
