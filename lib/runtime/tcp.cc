@@ -25,7 +25,7 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
              "srun --mpi=pmix), or give every rank the same DIST_BIND_SECRET (64 hex digits, e.g. from "
              "`openssl rand -hex 32`), or set DIST_BIND_TCP_INSECURE=1 on every rank to let anyone who can reach "
              "MASTER_PORT join the step");
-    cred_.secret = c_.tcp_insecure ? nullptr : &c_.secret;
+    if (!c_.tcp_insecure) cred_.key = &key_.emplace(c_.secret);
     cred_.nonces = &nonces_;
     cred_.rank = c.rank;
     cred_.world = c.world;

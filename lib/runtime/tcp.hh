@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,7 @@ class TcpExchange final : public Exchange {
     Tree tree_;
     double grace_ = 1;
     auth::NoncePool nonces_;
+    std::optional<auth::Key> key_;  // with a secret
     Credentials cred_;
     auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is

@@ -161,7 +161,7 @@ bool Door::challenge(size_t i) {
         return false;
     }
     c.server_nonce = me_.nonces->next();
-    c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+    c.proofs = me_.key->prove_both(c.hello_body, c.server_nonce);
     Ack ack;
     ack.proof = c.proofs.server;
     std::vector<uint8_t> out = frame(Msg::Challenge, 0, 0, encode(Challenge{c.server_nonce}));
@@ -195,26 +195,26 @@ bool Door::progress(size_t i) {
                 drop(i, "it asked for another rank, or came from a rank not expected here");
                 return false;
             }
-            if ((c.hello.mode == Mode::None) != (me_.secret == nullptr)) {
-                drop(i, me_.secret ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
-                                   : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
+            if ((c.hello.mode == Mode::None) != (me_.key == nullptr)) {
+                drop(i, me_.key ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
+                                : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
                 return false;
             }
             // A listener that announced a nonce takes only proofs over it
             // (its callers all know it); rank 0's only over its challenge.
-            if (me_.secret && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
+            if (me_.key && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
                 drop(i, announced_ ? "it proves over a challenge this listener does not give"
                                    : "it proves over a nonce this rank never announced");
                 return false;
             }
             c.hello_body = c.in.body();
-            if (me_.secret && c.hello.mode == Mode::Challenge && !challenge(i)) return false;
+            if (me_.key && c.hello.mode == Mode::Challenge && !challenge(i)) return false;
             if (c.hello.mode == Mode::Announced) {
                 c.server_nonce = *announced_;
-                c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+                c.proofs = me_.key->prove_both(c.hello_body, c.server_nonce);
             }
-            c.phase = me_.secret ? Conn::AwaitProof : Conn::AwaitFirst;
-            c.in.start(me_.secret ? kMaxProof : max_first_, true);
+            c.phase = me_.key ? Conn::AwaitProof : Conn::AwaitFirst;
+            c.in.start(me_.key ? kMaxProof : max_first_, true);
         } else if (c.phase == Conn::AwaitProof) {
             const auth::Mac &want = c.proofs.client;
             if (h.type != Msg::Proof || c.in.body().size() != want.size() || !auth::same(want, c.in.body().data())) {
@@ -248,7 +248,7 @@ void Door::admit(size_t i) {
     a.first.body = std::move(c->in.body());
     a.peer = c->peer;
     // Rank 0's proof went out with its challenge.
-    if (me_.secret && a.hello.mode == Mode::Announced) {
+    if (me_.key && a.hello.mode == Mode::Announced) {
         Ack ack;
         ack.proof = c->proofs.server;
         a.ack = frame(Msg::Ack, 0, 0, encode(ack));
@@ -331,12 +331,12 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     h.server = static_cast<uint32_t>(x.rank);
     h.world = static_cast<uint32_t>(me.world);
     h.step = me.step;
-    if (me.secret) h.nonce = me.nonces->next();
+    if (me.key) h.nonce = me.nonces->next();
     s.hello_body = encode(h);
     std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
     if (s.mode != Mode::Challenge) {
-        if (me.secret) {
-            s.proofs = auth::prove_both(*me.secret, s.hello_body, s.server_nonce);
+        if (me.key) {
+            s.proofs = me.key->prove_both(s.hello_body, s.server_nonce);
             std::vector<uint8_t> p = proof_frame(s);
             out.insert(out.end(), p.begin(), p.end());
         }
@@ -418,7 +418,7 @@ class Dialer {
             // Its challenge, its proof and its greeting come in one write.
             s.phase = DialState::AwaitChallenge;
             s.in.start(auth::kNonceBytes, true);
-        } else if (me_.secret && x.verify) {
+        } else if (me_.key && x.verify) {
             s.phase = DialState::AwaitAck;
             // A child's proof on the tree may have the child's first
             // message up behind it, which is the link's to read: nothing
@@ -468,7 +468,7 @@ class Dialer {
                     cannot_connect(i, err);
                     continue;
                 }
-                s.mode = !me_.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
+                s.mode = !me_.key ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 if (x.announced) s.server_nonce = *x.announced;
                 s.in.reset();
                 s.phase = DialState::Connecting;
@@ -535,7 +535,7 @@ class Dialer {
         if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
             return failed(i, "it closed the connection, or sent something that is not the handshake", true);
         s.server_nonce = ch.nonce;
-        s.proofs = auth::prove_both(*me_.secret, s.hello_body, s.server_nonce);
+        s.proofs = me_.key->prove_both(s.hello_body, s.server_nonce);
         s.phase = DialState::AwaitAck;
         s.in.start(auth::kMacBytes, true);
     }

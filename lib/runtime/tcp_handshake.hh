@@ -60,7 +60,7 @@ using namespace net;
 
 // This rank, as both ends of a handshake see it.
 struct Credentials {
-    const auth::Secret *secret = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
+    auth::Key *key = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
     int rank = 0, world = 1;
     std::string step;
     double budget_s = 2;                // time one connection has to finish its handshake

@@ -43,7 +43,7 @@ void TcpExchange::answer(Admitted &a, Msg type, const Verdict &v, const Deadline
     out.insert(out.end(), reply.begin(), reply.end());
     send_all(a.sock.fd(), out, d);
     Register x;
-    if (!cred_.secret || type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
+    if (!cred_.key || type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
     std::vector<Dial> ds(1);
     ds[0].rank = static_cast<int>(a.hello.client);
     ds[0].addr = x.listener;
@@ -173,10 +173,12 @@ void TcpExchange::setup_root(const Deadline &d) {
     have[0] = true;
     int count = 1;
     debugf("tcp: rank 0 listening on %s for %d ranks%s", at.str().c_str(), c_.world - 1,
-           cred_.secret ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
+           cred_.key ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
+    // Before the first Hello is served (the first proof would make it).
+    if (cred_.key) cred_.key->prepare();
     Door door(
         std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
-    if (cred_.secret) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
+    if (cred_.key) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
@@ -266,7 +268,7 @@ void TcpExchange::register_with_root(const Addr &root, const Register &reg, cons
     tree_.k = w.fanout;
     // With a secret that Welcome was rank 0's greeting; its answer to the
     // registration follows the proof, and is left unread for now.
-    if (cred_.secret) {
+    if (cred_.key) {
         registration_ = std::move(ds[0].sock);
         answer_in_.reset();
         answer_in_.start(kMaxReply, false);
@@ -363,7 +365,7 @@ void TcpExchange::setup_child(const Deadline &d) {
     reg.host = host_name();
     reg.pid = static_cast<uint32_t>(getpid());
     // Whoever connects here later proves itself over this (tcp_handshake.hh).
-    if (cred_.secret) announced_ = nonces_.next();
+    if (cred_.key) announced_ = nonces_.next();
     reg.nonce = announced_;
     register_with_root(root, reg, where, d);
     parent_.rank = tree_.parent(c_.rank);
@@ -396,7 +398,7 @@ void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadlin
         }
         if (!self) spread(DISTBIND_ERR_INTERNAL, "set-up failed: no address for rank " + std::to_string(ch));
         x.addr = self->addr;
-        x.announced = cred_.secret ? &self->nonce : nullptr;
+        x.announced = cred_.key ? &self->nonce : nullptr;
         x.first = frame(Msg::Tree, 0, 0, encode(t));
         ds.push_back(std::move(x));
     }
