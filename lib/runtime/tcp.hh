@@ -243,7 +243,11 @@ class TcpExchange final : public Exchange {
     Socket child_listener(const Addr &root, const std::string &where);
     // Register with rank 0 and take its answer (the tree's fan-out; with a
     // secret its greeting, the answer itself left in registration_).
-    void register_with_root(const Addr &root, const Register &reg, const std::string &where, const Deadline &d);
+    // `prepare`, when given, fills in reg (and makes the listener it
+    // names): with a secret while the Hello travels to rank 0 (dial's
+    // meanwhile), else before the Hello, which the registration goes with.
+    void register_with_root(const Addr &root, Register &reg, const std::string &where, const Deadline &d,
+                            const std::function<void()> &prepare);
     // With a secret, rank 0's answer to the registration, if it has come:
     // true when rank 0 closed the connection without one (it dropped it
     // after its challenge: a full door, the time budget), false when it

@@ -349,8 +349,14 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
 // by one poll loop until every one is done or has failed.
 class Dialer {
   public:
-    Dialer(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused)
-        : dials_(dials), st_(dials.size()), me_(me), d_(d), retry_refused_(retry_refused) {}
+    Dialer(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+           std::function<void()> meanwhile)
+        : dials_(dials),
+          st_(dials.size()),
+          me_(me),
+          d_(d),
+          retry_refused_(retry_refused),
+          meanwhile_(std::move(meanwhile)) {}
 
     void run() {
         for (;;) {
@@ -359,6 +365,13 @@ class Dialer {
                 return s.phase == DialState::Done || s.phase == DialState::Failed;
             });
             if (all) break;
+            if (meanwhile_ && std::none_of(st_.begin(), st_.end(),
+                                           [](const DialState &s) { return s.phase == DialState::Connecting; })) {
+                std::function<void()> f = std::move(meanwhile_);
+                meanwhile_ = nullptr;
+                f();
+                continue;
+            }
             std::vector<pollfd> p;
             std::vector<size_t> who;
             const Clock::time_point wake = poll_set(p, who);
@@ -384,6 +397,7 @@ class Dialer {
     const Credentials &me_;
     const Deadline &d_;
     const bool retry_refused_;
+    std::function<void()> meanwhile_;
 
     // Again after a pause that doubles: up to 25 ms while nothing listens
     // there yet (rank 0 starting with the others: every rank should be in
@@ -442,6 +456,7 @@ class Dialer {
     void finish(size_t i) {
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
+            if (dials_[i].first.empty()) fail(DISTBIND_ERR_INTERNAL, "a challenged dial has no message to send");
             std::vector<uint8_t> out = proof_frame(s);
             out.insert(out.end(), dials_[i].first.begin(), dials_[i].first.end());
             IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
@@ -570,8 +585,9 @@ class Dialer {
 
 }  // namespace
 
-void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
-    Dialer(dials, me, d, retry_refused).run();
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+          std::function<void()> meanwhile) {
+    Dialer(dials, me, d, retry_refused, std::move(meanwhile)).run();
 }
 
 }  // namespace db::rt::tcp

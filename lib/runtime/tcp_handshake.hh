@@ -171,7 +171,13 @@ struct Dial {
 
 // Bring up every dial by d: each failure that a stranger could cause (no
 // answer, a closed connection, a wrong proof) is retried until d;
-// "connection refused" only when retry_refused.
-void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused);
+// "connection refused" only when retry_refused.  `meanwhile` runs once, as
+// soon as no dial is still connecting (each has sent its opening, or waits
+// to try again) and before any answer is read: the caller's own work,
+// done while the openings travel.  It may fill in the `first` of a dial to
+// a server that challenges (that message goes out only behind this rank's
+// proof, after the challenge).
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+          std::function<void()> meanwhile = nullptr);
 
 }  // namespace db::rt::tcp

@@ -238,14 +238,27 @@ Socket TcpExchange::child_listener(const Addr &root, const std::string &where) {
     return lis;
 }
 
-void TcpExchange::register_with_root(const Addr &root, const Register &reg, const std::string &where,
-                                     const Deadline &d) {
+void TcpExchange::register_with_root(const Addr &root, Register &reg, const std::string &where, const Deadline &d,
+                                     const std::function<void()> &prepare) {
     std::vector<Dial> ds(1);
     ds[0].rank = 0;
     ds[0].addr = root;
-    ds[0].first = frame(Msg::Register, 0, 0, encode(reg));
     ds[0].await_reply = true;
-    dial(ds, cred_, d, true);
+    auto fill = [&] { ds[0].first = frame(Msg::Register, 0, 0, encode(reg)); };
+    if (prepare && cred_.key) {
+        // The Hello goes first; what rank 0 will want behind this rank's
+        // proof is made while it travels, and so is the key's state, which
+        // the proof over rank 0's challenge needs.
+        dial(ds, cred_, d, true, [&] {
+            prepare();
+            cred_.key->prepare();
+            fill();
+        });
+    } else {
+        if (prepare) prepare();
+        fill();
+        dial(ds, cred_, d, true);
+    }
     if (!ds[0].done) {
         // Something answered there, but not as this step's rank 0 would.
         bool stranger = !ds[0].answered.empty();
@@ -359,15 +372,21 @@ void TcpExchange::setup_child(const Deadline &d) {
              "srun --dist-bind sets both)");
     Addr root = resolve_master(d);
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
-    Socket lis = child_listener(root, where);
+    Socket lis;
     Register reg;
-    reg.listener = local_addr(lis.fd());
-    reg.host = host_name();
-    reg.pid = static_cast<uint32_t>(getpid());
-    // Whoever connects here later proves itself over this (tcp_handshake.hh).
-    if (cred_.key) announced_ = nonces_.next();
-    reg.nonce = announced_;
-    register_with_root(root, reg, where, d);
+    // This rank's listener and its registration: with a secret, made while
+    // the Hello travels to rank 0 (the registration follows the proof over
+    // rank 0's challenge); without, before (it goes with the Hello).
+    auto prepare = [&] {
+        lis = child_listener(root, where);
+        reg.listener = local_addr(lis.fd());
+        reg.host = host_name();
+        reg.pid = static_cast<uint32_t>(getpid());
+        // Whoever connects here later proves itself over this (tcp_handshake.hh).
+        if (cred_.key) announced_ = nonces_.next();
+        reg.nonce = announced_;
+    };
+    register_with_root(root, reg, where, d, prepare);
     parent_.rank = tree_.parent(c_.rank);
 
     // Wait for the parent to hand over this rank's subtree, or for rank 0
@@ -377,7 +396,7 @@ void TcpExchange::setup_child(const Deadline &d) {
         if (d.passed())
             fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " did not take this rank's registration in within " +
                                            secs(c_.timeout_s) + ": it dropped it unanswered (overloaded), or failed");
-        register_with_root(root, reg, where, d);
+        register_with_root(root, reg, where, d, nullptr);
     });
     connect_children(sub, dt);
 }
