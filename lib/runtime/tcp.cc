@@ -45,6 +45,9 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     else
         setup_child(d);
     barrier_named("the set-up check");
+    // What tests/exchange/t_tcp_trips.py counts.
+    debugf("tcp: set-up done: %d round trip(s) to register with rank 0, %d to link %zu child(ren)", trips_registering_,
+           trips_to_children_, children_.size());
 }
 
 void TcpExchange::broadcast(void *buf, size_t len, int root) {

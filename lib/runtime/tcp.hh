@@ -173,6 +173,9 @@ class TcpExchange final : public Exchange {
     // 0's answer on it is read (tcp_handshake.hh), and its reader.
     Socket registration_;
     FrameReader answer_in_;
+    // The handshakes' round trips (Dial::trips): of the registration that
+    // went through, and the most that any link to a child took.
+    int trips_registering_ = 0, trips_to_children_ = 0;
 
     Op begin(uint16_t kind);
     void check_pending(Peer &p, const std::string &what);

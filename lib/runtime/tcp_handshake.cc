@@ -309,6 +309,8 @@ struct DialState {
     std::vector<uint8_t> hello_body;
     auth::Nonce server_nonce{};
     auth::Proofs proofs;  // once the server's nonce is known
+    bool spoke = false;   // it sent something since it last read
+    int trips = 0;        // on this connection (Dial::trips)
 };
 
 std::vector<uint8_t> proof_frame(const DialState &s) {
@@ -385,6 +387,7 @@ class Dialer {
             dials_[i].done = st_[i].phase == DialState::Done;
             if (dials_[i].done) {
                 dials_[i].sock = std::move(st_[i].s);
+                dials_[i].trips = st_[i].trips;
                 dials_[i].why.clear();
                 dials_[i].answered.clear();
             }
@@ -430,23 +433,28 @@ class Dialer {
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
             // Its challenge, its proof and its greeting come in one write.
-            s.phase = DialState::AwaitChallenge;
-            s.in.start(auth::kNonceBytes, true);
+            await(i, DialState::AwaitChallenge, auth::kNonceBytes, true);
         } else if (me_.key && x.verify) {
-            s.phase = DialState::AwaitAck;
             // A child's proof on the tree may have the child's first
             // message up behind it, which is the link's to read: nothing
             // past the proof is read here unless an answer follows it.
-            s.in.start(auth::kMacBytes, x.await_reply);
+            await(i, DialState::AwaitAck, auth::kMacBytes, x.await_reply);
         } else {
             acked(i);
         }
     }
-    void acked(size_t i) {
+    // Read what the server sends next: a round trip when this rank spoke
+    // last (Dial::trips).
+    void await(size_t i, DialState::Phase phase, size_t max_body, bool read_ahead) {
         DialState &s = st_[i];
+        if (s.spoke) s.trips++;
+        s.spoke = false;
+        s.phase = phase;
+        s.in.start(max_body, read_ahead);
+    }
+    void acked(size_t i) {
         if (dials_[i].await_reply) {
-            s.phase = DialState::AwaitReply;
-            s.in.start(kMaxReply, true);
+            await(i, DialState::AwaitReply, kMaxReply, true);
         } else {
             finish(i);
         }
@@ -461,6 +469,7 @@ class Dialer {
             out.insert(out.end(), dials_[i].first.begin(), dials_[i].first.end());
             IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
             if (!r.ok()) return failed(i, "the connection broke before this rank's proof (" + r.str() + ")", true);
+            s.spoke = true;
         }
         s.phase = DialState::Done;
     }
@@ -486,6 +495,8 @@ class Dialer {
                 s.mode = !me_.key ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 if (x.announced) s.server_nonce = *x.announced;
                 s.in.reset();
+                s.spoke = false;
+                s.trips = 0;
                 s.phase = DialState::Connecting;
                 s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
@@ -539,6 +550,7 @@ class Dialer {
         if (err != 0) return cannot_connect(i, err);
         IoResult r = open_with(dials_[i], s, me_);
         if (!r.ok()) return failed(i, "the connection broke as it opened (" + r.str() + ")", true);
+        s.spoke = true;
         sent(i);
     }
 
@@ -551,8 +563,7 @@ class Dialer {
             return failed(i, "it closed the connection, or sent something that is not the handshake", true);
         s.server_nonce = ch.nonce;
         s.proofs = me_.key->prove_both(s.hello_body, s.server_nonce);
-        s.phase = DialState::AwaitAck;
-        s.in.start(auth::kMacBytes, true);
+        await(i, DialState::AwaitAck, auth::kMacBytes, true);
     }
 
     void on_ack(size_t i) {

@@ -165,6 +165,9 @@ struct Dial {
     Socket sock;
     Message reply;
     bool done = false;
+    // How many times the connection that came up sent something and then
+    // had to hear back before it was up: the handshake's round trips.
+    int trips = 0;
     std::string why;       // the last failure, for the caller's message
     std::string answered;  // the last failure of a connection that was up: what answered there badly
 };

@@ -279,6 +279,7 @@ void TcpExchange::register_with_root(const Addr &root, Register &reg, const std:
     Welcome w;
     if (m.type != Msg::Welcome || !decode(m.body, w)) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
     tree_.k = w.fanout;
+    trips_registering_ = ds[0].trips;
     // With a secret that Welcome was rank 0's greeting; its answer to the
     // registration follows the proof, and is left unread for now.
     if (cred_.key) {
@@ -428,6 +429,7 @@ void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadlin
             if (!bad) bad = &x;
             continue;
         }
+        trips_to_children_ = std::max(trips_to_children_, x.trips);
         Peer p;
         p.rank = x.rank;
         p.link = Link(std::move(x.sock), &open_, &peak_);
