@@ -80,9 +80,13 @@ void Key::prepare() {
     // (HMAC-SHA256, sodium_memcmp, sodium_memzero) has one implementation
     // and draws nothing.  It costs a dozen cpuid instructions, 0.2 ms per
     // process in a VM, which 256 ranks on a node would pay at once.
-    auto *st = reinterpret_cast<crypto_auth_hmacsha256_state *>(state_);
-    crypto_auth_hmacsha256_init(st, secret_->key(), kKeyBytes);
-    crypto_auth_hmacsha256_update(st, reinterpret_cast<const uint8_t *>(kLabel), sizeof kLabel);  // with its NUL
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, secret_->key(), kKeyBytes);
+    crypto_auth_hmacsha256_update(&st, reinterpret_cast<const uint8_t *>(kLabel), sizeof kLabel);  // with its NUL
+    // Kept as bytes (auth.hh does not include sodium.h) and copied back
+    // into a state for each proof.
+    std::memcpy(state_, &st, sizeof st);
+    sodium_memzero(&st, sizeof st);
     ready_ = true;
 }
 
