@@ -67,17 +67,34 @@ Nonce NoncePool::next() {
     return out;
 }
 
-Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
-    if (!s.set()) fail(DISTBIND_ERR_INTERNAL, "no secret to prove with");
+static_assert(sizeof(crypto_auth_hmacsha256_state) == Key::kStateBytes && alignof(crypto_auth_hmacsha256_state) <= 16,
+              "libsodium's HMAC-SHA256 state does not fit Key's");
+
+Key::~Key() { wipe(state_, sizeof state_); }
+
+void Key::prepare() {
+    if (ready_) return;
+    if (!secret_->set()) fail(DISTBIND_ERR_INTERNAL, "no secret to prove with");
     // No sodium_init(): it only picks faster implementations of what has
     // several and seeds libsodium's random numbers, and what is used here
     // (HMAC-SHA256, sodium_memcmp, sodium_memzero) has one implementation
     // and draws nothing.  It costs a dozen cpuid instructions, 0.2 ms per
     // process in a VM, which 256 ranks on a node would pay at once.
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, secret_->key(), kKeyBytes);
+    crypto_auth_hmacsha256_update(&st, reinterpret_cast<const uint8_t *>(kLabel), sizeof kLabel);  // with its NUL
+    // Kept as bytes (auth.hh does not include sodium.h) and copied back
+    // into a state for each proof.
+    std::memcpy(state_, &st, sizeof st);
+    sodium_memzero(&st, sizeof st);
+    ready_ = true;
+}
+
+Mac Key::prove(Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
+    prepare();
     const uint8_t r = static_cast<uint8_t>(role);
     crypto_auth_hmacsha256_state st;
-    crypto_auth_hmacsha256_init(&st, s.key(), kKeyBytes);
-    crypto_auth_hmacsha256_update(&st, reinterpret_cast<const uint8_t *>(kLabel), sizeof kLabel);  // with its NUL
+    std::memcpy(&st, state_, sizeof st);
     crypto_auth_hmacsha256_update(&st, &r, 1);
     crypto_auth_hmacsha256_update(&st, hello_body.data(), hello_body.size());
     crypto_auth_hmacsha256_update(&st, server_nonce.data(), server_nonce.size());
@@ -87,8 +104,8 @@ Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, co
     return out;
 }
 
-Proofs prove_both(const Secret &s, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
-    return Proofs{prove(s, Role::Client, hello_body, server_nonce), prove(s, Role::Server, hello_body, server_nonce)};
+Proofs Key::prove_both(const std::vector<uint8_t> &hello_body, const Nonce &server_nonce) {
+    return Proofs{prove(Role::Client, hello_body, server_nonce), prove(Role::Server, hello_body, server_nonce)};
 }
 
 bool same(const Mac &a, const uint8_t *b) { return sodium_memcmp(a.data(), b, a.size()) == 0; }

@@ -8,7 +8,11 @@
 // nonce from each end.  The cryptography is libsodium's (HMAC-SHA256,
 // constant-time comparison, wiping): OpenSSL 3's libcrypto does the same,
 // but its first HMAC in a process costs 3-9 ms of provider set-up, which
-// 256 ranks on a node pay at once (make bench); libsodium's costs ~0.1 ms.
+// 256 ranks on a node pay at once (make bench); libsodium's costs ~0.1 ms
+// in a VM, nearly all of it mapping the SHA-256 code and tables into the
+// process (two or three page faults), and that first run is most of what
+// the secret costs a set-up (tcp_handshake.hh).  Key makes the HMAC's
+// state after the key once, so that later proofs hash only their bytes.
 #pragma once
 
 #include <array>
@@ -42,8 +46,8 @@ class Secret {
     bool set_ = false;
 };
 
-// Which end is proving: the one that accepted the connection (it proves
-// first, answering the Hello) or the one that opened it.
+// Which end is proving: the one that accepted the connection or the one
+// that opened it.
 enum class Role : uint8_t { Server = 'S', Client = 'C' };
 
 // n bytes from the kernel's random source (getrandom); throws
@@ -68,11 +72,6 @@ class NoncePool {
     size_t left_ = 0;
 };
 
-// The proof of `role` for one handshake: HMAC over the Hello's body as the
-// client sent it (client rank, server rank, world size, step, the client's
-// nonce) and the server's nonce.
-Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
-
 // Both ends' proofs for one handshake, made together: each end makes them
 // at its first step of the handshake and later only compares, so the
 // HMAC's code runs once per handshake and end, while it is in the cache
@@ -80,7 +79,36 @@ Mac prove(const Secret &s, Role role, const std::vector<uint8_t> &hello_body, co
 struct Proofs {
     Mac client{}, server{};
 };
-Proofs prove_both(const Secret &s, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
+
+// The secret, ready to prove with.  The proof of `role` for one handshake
+// is HMAC-SHA256 keyed with the secret over a label, the role, the Hello's
+// body as the client sent it (client rank, server rank, world size, step,
+// the client's nonce) and the server's nonce.  What comes before the role
+// is the same in every proof, so the HMAC's state after it is made once
+// (prepare) and copied for each proof: a proof then hashes only its own
+// bytes, four SHA-256 blocks instead of six.
+class Key {
+  public:
+    // s must outlive the Key.
+    explicit Key(const Secret &s) : secret_(&s) {}
+    Key(const Key &) = delete;
+    Key &operator=(const Key &) = delete;
+    ~Key();
+    // Make the state now (else the first proof does): in a new process
+    // that first run of the HMAC's code also maps its pages (0.05 to 0.2
+    // ms in a VM), which is better paid where the rank waits anyway.
+    void prepare();
+    Mac prove(Role role, const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
+    Proofs prove_both(const std::vector<uint8_t> &hello_body, const Nonce &server_nonce);
+
+    // libsodium's crypto_auth_hmacsha256_state (auth.cc checks the size).
+    static constexpr size_t kStateBytes = 208;
+
+  private:
+    const Secret *secret_;
+    bool ready_ = false;
+    alignas(16) uint8_t state_[kStateBytes] = {};
+};
 
 // Constant-time comparison.
 bool same(const Mac &a, const uint8_t *b);

@@ -25,7 +25,7 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
              "srun --mpi=pmix), or give every rank the same DIST_BIND_SECRET (64 hex digits, e.g. from "
              "`openssl rand -hex 32`), or set DIST_BIND_TCP_INSECURE=1 on every rank to let anyone who can reach "
              "MASTER_PORT join the step");
-    cred_.secret = c_.tcp_insecure ? nullptr : &c_.secret;
+    if (!c_.tcp_insecure) cred_.key = &key_.emplace(c_.secret);
     cred_.nonces = &nonces_;
     cred_.rank = c.rank;
     cred_.world = c.world;
@@ -45,6 +45,9 @@ TcpExchange::TcpExchange(const ExchangeConfig &c) : c_(c) {
     else
         setup_child(d);
     barrier_named("the set-up check");
+    // What tests/exchange/t_tcp_trips.py counts.
+    debugf("tcp: set-up done: %d round trip(s) to register with rank 0, %d to link %zu child(ren)", trips_registering_,
+           trips_to_children_, children_.size());
 }
 
 void TcpExchange::broadcast(void *buf, size_t len, int root) {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,7 @@ class TcpExchange final : public Exchange {
     Tree tree_;
     double grace_ = 1;
     auth::NoncePool nonces_;
+    std::optional<auth::Key> key_;  // with a secret
     Credentials cred_;
     auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is
@@ -171,6 +173,9 @@ class TcpExchange final : public Exchange {
     // 0's answer on it is read (tcp_handshake.hh), and its reader.
     Socket registration_;
     FrameReader answer_in_;
+    // The handshakes' round trips (Dial::trips): of the registration that
+    // went through, and the most that any link to a child took.
+    int trips_registering_ = 0, trips_to_children_ = 0;
 
     Op begin(uint16_t kind);
     void check_pending(Peer &p, const std::string &what);
@@ -241,7 +246,11 @@ class TcpExchange final : public Exchange {
     Socket child_listener(const Addr &root, const std::string &where);
     // Register with rank 0 and take its answer (the tree's fan-out; with a
     // secret its greeting, the answer itself left in registration_).
-    void register_with_root(const Addr &root, const Register &reg, const std::string &where, const Deadline &d);
+    // `prepare`, when given, fills in reg (and makes the listener it
+    // names): with a secret while the Hello travels to rank 0 (dial's
+    // meanwhile), else before the Hello, which the registration goes with.
+    void register_with_root(const Addr &root, Register &reg, const std::string &where, const Deadline &d,
+                            const std::function<void()> &prepare);
     // With a secret, rank 0's answer to the registration, if it has come:
     // true when rank 0 closed the connection without one (it dropped it
     // after its challenge: a full door, the time budget), false when it

@@ -161,7 +161,7 @@ bool Door::challenge(size_t i) {
         return false;
     }
     c.server_nonce = me_.nonces->next();
-    c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+    c.proofs = me_.key->prove_both(c.hello_body, c.server_nonce);
     Ack ack;
     ack.proof = c.proofs.server;
     std::vector<uint8_t> out = frame(Msg::Challenge, 0, 0, encode(Challenge{c.server_nonce}));
@@ -195,26 +195,26 @@ bool Door::progress(size_t i) {
                 drop(i, "it asked for another rank, or came from a rank not expected here");
                 return false;
             }
-            if ((c.hello.mode == Mode::None) != (me_.secret == nullptr)) {
-                drop(i, me_.secret ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
-                                   : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
+            if ((c.hello.mode == Mode::None) != (me_.key == nullptr)) {
+                drop(i, me_.key ? "it runs without a secret (DIST_BIND_TCP_INSECURE=1), this rank with one"
+                                : "it proves a secret, and this rank runs without one (DIST_BIND_TCP_INSECURE=1)");
                 return false;
             }
             // A listener that announced a nonce takes only proofs over it
             // (its callers all know it); rank 0's only over its challenge.
-            if (me_.secret && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
+            if (me_.key && (c.hello.mode == Mode::Announced) != (announced_ != nullptr)) {
                 drop(i, announced_ ? "it proves over a challenge this listener does not give"
                                    : "it proves over a nonce this rank never announced");
                 return false;
             }
             c.hello_body = c.in.body();
-            if (me_.secret && c.hello.mode == Mode::Challenge && !challenge(i)) return false;
+            if (me_.key && c.hello.mode == Mode::Challenge && !challenge(i)) return false;
             if (c.hello.mode == Mode::Announced) {
                 c.server_nonce = *announced_;
-                c.proofs = auth::prove_both(*me_.secret, c.hello_body, c.server_nonce);
+                c.proofs = me_.key->prove_both(c.hello_body, c.server_nonce);
             }
-            c.phase = me_.secret ? Conn::AwaitProof : Conn::AwaitFirst;
-            c.in.start(me_.secret ? kMaxProof : max_first_, true);
+            c.phase = me_.key ? Conn::AwaitProof : Conn::AwaitFirst;
+            c.in.start(me_.key ? kMaxProof : max_first_, true);
         } else if (c.phase == Conn::AwaitProof) {
             const auth::Mac &want = c.proofs.client;
             if (h.type != Msg::Proof || c.in.body().size() != want.size() || !auth::same(want, c.in.body().data())) {
@@ -248,7 +248,7 @@ void Door::admit(size_t i) {
     a.first.body = std::move(c->in.body());
     a.peer = c->peer;
     // Rank 0's proof went out with its challenge.
-    if (me_.secret && a.hello.mode == Mode::Announced) {
+    if (me_.key && a.hello.mode == Mode::Announced) {
         Ack ack;
         ack.proof = c->proofs.server;
         a.ack = frame(Msg::Ack, 0, 0, encode(ack));
@@ -309,6 +309,8 @@ struct DialState {
     std::vector<uint8_t> hello_body;
     auth::Nonce server_nonce{};
     auth::Proofs proofs;  // once the server's nonce is known
+    bool spoke = false;   // it sent something since it last read
+    int trips = 0;        // on this connection (Dial::trips)
 };
 
 std::vector<uint8_t> proof_frame(const DialState &s) {
@@ -331,12 +333,12 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     h.server = static_cast<uint32_t>(x.rank);
     h.world = static_cast<uint32_t>(me.world);
     h.step = me.step;
-    if (me.secret) h.nonce = me.nonces->next();
+    if (me.key) h.nonce = me.nonces->next();
     s.hello_body = encode(h);
     std::vector<uint8_t> out = frame(Msg::Hello, 0, 0, s.hello_body);
     if (s.mode != Mode::Challenge) {
-        if (me.secret) {
-            s.proofs = auth::prove_both(*me.secret, s.hello_body, s.server_nonce);
+        if (me.key) {
+            s.proofs = me.key->prove_both(s.hello_body, s.server_nonce);
             std::vector<uint8_t> p = proof_frame(s);
             out.insert(out.end(), p.begin(), p.end());
         }
@@ -349,8 +351,14 @@ IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
 // by one poll loop until every one is done or has failed.
 class Dialer {
   public:
-    Dialer(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused)
-        : dials_(dials), st_(dials.size()), me_(me), d_(d), retry_refused_(retry_refused) {}
+    Dialer(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+           std::function<void()> meanwhile)
+        : dials_(dials),
+          st_(dials.size()),
+          me_(me),
+          d_(d),
+          retry_refused_(retry_refused),
+          meanwhile_(std::move(meanwhile)) {}
 
     void run() {
         for (;;) {
@@ -359,6 +367,13 @@ class Dialer {
                 return s.phase == DialState::Done || s.phase == DialState::Failed;
             });
             if (all) break;
+            if (meanwhile_ && std::none_of(st_.begin(), st_.end(),
+                                           [](const DialState &s) { return s.phase == DialState::Connecting; })) {
+                std::function<void()> f = std::move(meanwhile_);
+                meanwhile_ = nullptr;
+                f();
+                continue;
+            }
             std::vector<pollfd> p;
             std::vector<size_t> who;
             const Clock::time_point wake = poll_set(p, who);
@@ -372,6 +387,7 @@ class Dialer {
             dials_[i].done = st_[i].phase == DialState::Done;
             if (dials_[i].done) {
                 dials_[i].sock = std::move(st_[i].s);
+                dials_[i].trips = st_[i].trips;
                 dials_[i].why.clear();
                 dials_[i].answered.clear();
             }
@@ -384,6 +400,7 @@ class Dialer {
     const Credentials &me_;
     const Deadline &d_;
     const bool retry_refused_;
+    std::function<void()> meanwhile_;
 
     // Again after a pause that doubles: up to 25 ms while nothing listens
     // there yet (rank 0 starting with the others: every rank should be in
@@ -416,23 +433,28 @@ class Dialer {
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
             // Its challenge, its proof and its greeting come in one write.
-            s.phase = DialState::AwaitChallenge;
-            s.in.start(auth::kNonceBytes, true);
-        } else if (me_.secret && x.verify) {
-            s.phase = DialState::AwaitAck;
+            await(i, DialState::AwaitChallenge, auth::kNonceBytes, true);
+        } else if (me_.key && x.verify) {
             // A child's proof on the tree may have the child's first
             // message up behind it, which is the link's to read: nothing
             // past the proof is read here unless an answer follows it.
-            s.in.start(auth::kMacBytes, x.await_reply);
+            await(i, DialState::AwaitAck, auth::kMacBytes, x.await_reply);
         } else {
             acked(i);
         }
     }
-    void acked(size_t i) {
+    // Read what the server sends next: a round trip when this rank spoke
+    // last (Dial::trips).
+    void await(size_t i, DialState::Phase phase, size_t max_body, bool read_ahead) {
         DialState &s = st_[i];
+        if (s.spoke) s.trips++;
+        s.spoke = false;
+        s.phase = phase;
+        s.in.start(max_body, read_ahead);
+    }
+    void acked(size_t i) {
         if (dials_[i].await_reply) {
-            s.phase = DialState::AwaitReply;
-            s.in.start(kMaxReply, true);
+            await(i, DialState::AwaitReply, kMaxReply, true);
         } else {
             finish(i);
         }
@@ -442,10 +464,12 @@ class Dialer {
     void finish(size_t i) {
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
+            if (dials_[i].first.empty()) fail(DISTBIND_ERR_INTERNAL, "a challenged dial has no message to send");
             std::vector<uint8_t> out = proof_frame(s);
             out.insert(out.end(), dials_[i].first.begin(), dials_[i].first.end());
             IoResult r = send_all(s.s.fd(), out, Deadline{s.until});
             if (!r.ok()) return failed(i, "the connection broke before this rank's proof (" + r.str() + ")", true);
+            s.spoke = true;
         }
         s.phase = DialState::Done;
     }
@@ -468,9 +492,11 @@ class Dialer {
                     cannot_connect(i, err);
                     continue;
                 }
-                s.mode = !me_.secret ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
+                s.mode = !me_.key ? Mode::None : x.announced ? Mode::Announced : Mode::Challenge;
                 if (x.announced) s.server_nonce = *x.announced;
                 s.in.reset();
+                s.spoke = false;
+                s.trips = 0;
                 s.phase = DialState::Connecting;
                 s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
@@ -524,6 +550,7 @@ class Dialer {
         if (err != 0) return cannot_connect(i, err);
         IoResult r = open_with(dials_[i], s, me_);
         if (!r.ok()) return failed(i, "the connection broke as it opened (" + r.str() + ")", true);
+        s.spoke = true;
         sent(i);
     }
 
@@ -535,9 +562,8 @@ class Dialer {
         if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
             return failed(i, "it closed the connection, or sent something that is not the handshake", true);
         s.server_nonce = ch.nonce;
-        s.proofs = auth::prove_both(*me_.secret, s.hello_body, s.server_nonce);
-        s.phase = DialState::AwaitAck;
-        s.in.start(auth::kMacBytes, true);
+        s.proofs = me_.key->prove_both(s.hello_body, s.server_nonce);
+        await(i, DialState::AwaitAck, auth::kMacBytes, true);
     }
 
     void on_ack(size_t i) {
@@ -570,8 +596,9 @@ class Dialer {
 
 }  // namespace
 
-void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused) {
-    Dialer(dials, me, d, retry_refused).run();
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+          std::function<void()> meanwhile) {
+    Dialer(dials, me, d, retry_refused, std::move(meanwhile)).run();
 }
 
 }  // namespace db::rt::tcp

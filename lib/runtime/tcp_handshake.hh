@@ -23,15 +23,27 @@
 //     connection closed without an answer means rank 0 dropped it after
 //     its challenge (the cap below, or the time budget), and the rank
 //     registers again.
-// Either way the client waits once, as it would for rank 0's answer
-// without a secret.  What a server sends ahead of the client's proof is
-// set-up data (a nonce, its proof over the client's own Hello, the
-// fan-out); what a client sends ahead of the server's is its Hello, or
-// what the announced nonce's owner alone can use (its proof, a tree of
-// listeners' addresses and announced nonces).  No collective's data ever
-// goes to a connection that has not proved itself, and a connection that
-// does not prove itself changes nothing: it is dropped and counted
-// (debug).
+// Either way the client waits for one answer (one round trip), as it would
+// for rank 0's Welcome without a secret; a parent links all its children
+// at once.  Those waits are not what the secret costs a set-up (a build
+// whose proofs hash nothing sets up 256 ranks on two cores as fast as one
+// without a secret, and one without the children's proofs is no faster
+// than this one): the HMAC is, on the first run of its code in each
+// process, which maps libsodium's SHA-256 code and tables (page faults: 30
+// to 50 us each in a VM).  A registering rank therefore makes its
+// listener, its registration and its key's HMAC state (auth::Key::prepare)
+// while its Hello travels to rank 0 (dial's `meanwhile`), so that the turn
+// in which it reads rank 0's challenge and sends its proof is short.  Each
+// dial counts its round trips (Dial::trips); DIST_BIND_DEBUG=1 prints a
+// rank's and tests/exchange/t_tcp_trips.py checks them.
+//
+// What a server sends ahead of the client's proof is set-up data (a nonce,
+// its proof over the client's own Hello, the fan-out); what a client sends
+// ahead of the server's is its Hello, or what the announced nonce's owner
+// alone can use (its proof, a tree of listeners' addresses and announced
+// nonces).  No collective's data ever goes to a connection that has not
+// proved itself, and a connection that does not prove itself changes
+// nothing: it is dropped and counted (debug).
 //
 // A Door serves a listener: every connection that has not yet proved
 // itself is read without waiting, with a time budget of its own and a cap
@@ -60,7 +72,7 @@ using namespace net;
 
 // This rank, as both ends of a handshake see it.
 struct Credentials {
-    const auth::Secret *secret = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
+    auth::Key *key = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)
     int rank = 0, world = 1;
     std::string step;
     double budget_s = 2;                // time one connection has to finish its handshake
@@ -165,13 +177,22 @@ struct Dial {
     Socket sock;
     Message reply;
     bool done = false;
+    // How many times the connection that came up sent something and then
+    // had to hear back before it was up: the handshake's round trips.
+    int trips = 0;
     std::string why;       // the last failure, for the caller's message
     std::string answered;  // the last failure of a connection that was up: what answered there badly
 };
 
 // Bring up every dial by d: each failure that a stranger could cause (no
 // answer, a closed connection, a wrong proof) is retried until d;
-// "connection refused" only when retry_refused.
-void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused);
+// "connection refused" only when retry_refused.  `meanwhile` runs once, as
+// soon as no dial is still connecting (each has sent its opening, or waits
+// to try again) and before any answer is read: the caller's own work,
+// done while the openings travel.  It may fill in the `first` of a dial to
+// a server that challenges (that message goes out only behind this rank's
+// proof, after the challenge).
+void dial(std::vector<Dial> &dials, const Credentials &me, const Deadline &d, bool retry_refused,
+          std::function<void()> meanwhile = nullptr);
 
 }  // namespace db::rt::tcp

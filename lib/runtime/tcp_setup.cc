@@ -43,7 +43,7 @@ void TcpExchange::answer(Admitted &a, Msg type, const Verdict &v, const Deadline
     out.insert(out.end(), reply.begin(), reply.end());
     send_all(a.sock.fd(), out, d);
     Register x;
-    if (!cred_.secret || type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
+    if (!cred_.key || type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
     std::vector<Dial> ds(1);
     ds[0].rank = static_cast<int>(a.hello.client);
     ds[0].addr = x.listener;
@@ -173,10 +173,12 @@ void TcpExchange::setup_root(const Deadline &d) {
     have[0] = true;
     int count = 1;
     debugf("tcp: rank 0 listening on %s for %d ranks%s", at.str().c_str(), c_.world - 1,
-           cred_.secret ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
+           cred_.key ? "" : " WITHOUT authentication (DIST_BIND_TCP_INSECURE=1)");
+    // Before the first Hello is served (the first proof would make it).
+    if (cred_.key) cred_.key->prepare();
     Door door(
         std::move(lis), cred_, [](uint32_t r) { return r != 0; }, {Msg::Register}, kMaxReply);
-    if (cred_.secret) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
+    if (cred_.key) door.greet(frame(Msg::Welcome, 0, 0, encode(Welcome{tree_.k})));
     while (count < c_.world) {
         std::optional<Admitted> a = door.next(d);
         if (!a) {
@@ -236,14 +238,27 @@ Socket TcpExchange::child_listener(const Addr &root, const std::string &where) {
     return lis;
 }
 
-void TcpExchange::register_with_root(const Addr &root, const Register &reg, const std::string &where,
-                                     const Deadline &d) {
+void TcpExchange::register_with_root(const Addr &root, Register &reg, const std::string &where, const Deadline &d,
+                                     const std::function<void()> &prepare) {
     std::vector<Dial> ds(1);
     ds[0].rank = 0;
     ds[0].addr = root;
-    ds[0].first = frame(Msg::Register, 0, 0, encode(reg));
     ds[0].await_reply = true;
-    dial(ds, cred_, d, true);
+    auto fill = [&] { ds[0].first = frame(Msg::Register, 0, 0, encode(reg)); };
+    if (prepare && cred_.key) {
+        // The Hello goes first; what rank 0 will want behind this rank's
+        // proof is made while it travels, and so is the key's state, which
+        // the proof over rank 0's challenge needs.
+        dial(ds, cred_, d, true, [&] {
+            prepare();
+            cred_.key->prepare();
+            fill();
+        });
+    } else {
+        if (prepare) prepare();
+        fill();
+        dial(ds, cred_, d, true);
+    }
     if (!ds[0].done) {
         // Something answered there, but not as this step's rank 0 would.
         bool stranger = !ds[0].answered.empty();
@@ -264,9 +279,10 @@ void TcpExchange::register_with_root(const Addr &root, const Register &reg, cons
     Welcome w;
     if (m.type != Msg::Welcome || !decode(m.body, w)) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
     tree_.k = w.fanout;
+    trips_registering_ = ds[0].trips;
     // With a secret that Welcome was rank 0's greeting; its answer to the
     // registration follows the proof, and is left unread for now.
-    if (cred_.secret) {
+    if (cred_.key) {
         registration_ = std::move(ds[0].sock);
         answer_in_.reset();
         answer_in_.start(kMaxReply, false);
@@ -357,15 +373,21 @@ void TcpExchange::setup_child(const Deadline &d) {
              "srun --dist-bind sets both)");
     Addr root = resolve_master(d);
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
-    Socket lis = child_listener(root, where);
+    Socket lis;
     Register reg;
-    reg.listener = local_addr(lis.fd());
-    reg.host = host_name();
-    reg.pid = static_cast<uint32_t>(getpid());
-    // Whoever connects here later proves itself over this (tcp_handshake.hh).
-    if (cred_.secret) announced_ = nonces_.next();
-    reg.nonce = announced_;
-    register_with_root(root, reg, where, d);
+    // This rank's listener and its registration: with a secret, made while
+    // the Hello travels to rank 0 (the registration follows the proof over
+    // rank 0's challenge); without, before (it goes with the Hello).
+    auto prepare = [&] {
+        lis = child_listener(root, where);
+        reg.listener = local_addr(lis.fd());
+        reg.host = host_name();
+        reg.pid = static_cast<uint32_t>(getpid());
+        // Whoever connects here later proves itself over this (tcp_handshake.hh).
+        if (cred_.key) announced_ = nonces_.next();
+        reg.nonce = announced_;
+    };
+    register_with_root(root, reg, where, d, prepare);
     parent_.rank = tree_.parent(c_.rank);
 
     // Wait for the parent to hand over this rank's subtree, or for rank 0
@@ -375,7 +397,7 @@ void TcpExchange::setup_child(const Deadline &d) {
         if (d.passed())
             fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " did not take this rank's registration in within " +
                                            secs(c_.timeout_s) + ": it dropped it unanswered (overloaded), or failed");
-        register_with_root(root, reg, where, d);
+        register_with_root(root, reg, where, d, nullptr);
     });
     connect_children(sub, dt);
 }
@@ -396,7 +418,7 @@ void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadlin
         }
         if (!self) spread(DISTBIND_ERR_INTERNAL, "set-up failed: no address for rank " + std::to_string(ch));
         x.addr = self->addr;
-        x.announced = cred_.secret ? &self->nonce : nullptr;
+        x.announced = cred_.key ? &self->nonce : nullptr;
         x.first = frame(Msg::Tree, 0, 0, encode(t));
         ds.push_back(std::move(x));
     }
@@ -407,6 +429,7 @@ void TcpExchange::connect_children(const std::vector<Member> &sub, const Deadlin
             if (!bad) bad = &x;
             continue;
         }
+        trips_to_children_ = std::max(trips_to_children_, x.trips);
         Peer p;
         p.rank = x.rank;
         p.link = Link(std::move(x.sock), &open_, &peak_);

@@ -20,7 +20,8 @@
  *                               second init went
  *   xchg_worker bench ITERS     ITERS x (128-byte id from rank 0 + barrier);
  *                               every rank prints when its set-up began
- *                               (CLOCK_MONOTONIC) and how long it took
+ *                               (CLOCK_MONOTONIC), how long it took and the
+ *                               CPU time it used
  *
  * With XCHG_START_FD=N every rank waits for end-of-file on fd N before
  * distbind_init (the launcher closes it once all run), so rank 0's init_us
@@ -63,6 +64,14 @@ static void wrong(const char *fmt, int a, int b) {
 static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* This process's CPU time (user and system), for the set-up's cost beside
+ * its wall time: on a loaded machine the two tell waiting from work. */
+static double cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
@@ -155,10 +164,10 @@ int main(int argc, char **argv) {
         while (read(fd, &c, 1) > 0 || errno == EINTR) {}
         close(fd);
     }
-    double t0 = now_us();
+    double c0 = cpu_us(), t0 = now_us();
     distbind_status st = distbind_init(&db);
     if (st != DISTBIND_OK) die(st, "init");
-    double init_us = now_us() - t0;
+    double init_us = now_us() - t0, init_cpu_us = cpu_us() - c0;
     int rank = distbind_rank(db);
 
     if (!strcmp(mode, "roundtrip")) {
@@ -218,7 +227,8 @@ int main(int argc, char **argv) {
         }
     } else if (!strcmp(mode, "bench") && argc > 2) {
         bench(atoi(argv[2]));
-        printf("INIT rank=%d world=%d t0_us=%.0f init_us=%.0f\n", rank, distbind_world_size(db), t0, init_us);
+        printf("INIT rank=%d world=%d t0_us=%.0f init_us=%.0f cpu_us=%.0f\n", rank, distbind_world_size(db), t0,
+               init_us, init_cpu_us);
         distbind_destroy(db);
         return 0;
     } else {
