@@ -10,7 +10,9 @@ count:
     over TCP (--mpi=none): rank 0's set-up (distbind_init, which waits for
     the step's last rank) and one 128-byte id broadcast + barrier
     (tests/exchange/worker.c), medians of RUNS runs;
-  - dist-bind-check's wall time (srun to exit) over each bootstrap.
+  - dist-bind-check's wall time (srun to exit) over each bootstrap;
+    goal: libdistbind's own TCP bootstrap beats Slurm's PMI2 and PMIx at
+    every node count, in set-up and in dist-bind-check's wall time.
 Then srun's side at 1,000 to 100,000 nodes, without a lab: the time to
 build DIST_BIND_NODE_RANKS from a synthetic layout and its size, block and
 topology-permuted (bench_hints.c); goal: it fits one environment string
@@ -99,6 +101,7 @@ def one_size(n):
 
         print("bring-up, %d ranks on %d nodes (medians of %d runs)" % (n * PER_NODE, n, RUNS))
         print("  --mpi | bootstrap | set-up (rank 0) | id+barrier | dist-bind-check, srun to exit")
+        got = {}
         for mpi, boot in lab.bootstraps():
             setups, idb, checks = [], [], []
             for _ in range(RUNS):
@@ -120,8 +123,20 @@ def one_size(n):
                     break
                 checks.append(took)
             if setups and checks:
+                got[boot] = (statistics.median(setups), statistics.median(checks))
                 print("  %-5s | %-9s | %12.1f ms | %7.2f ms | %.2f s" % (
-                    mpi, boot, statistics.median(setups), statistics.median(idb), statistics.median(checks)))
+                    mpi, boot, got[boot][0], statistics.median(idb), got[boot][1]))
+        slurms = [b for b in got if b != "tcp"]
+        for i, (what, unit) in enumerate((("set-up (rank 0)", "ms"), ("dist-bind-check", "s"))):
+            if "tcp" not in got or not slurms:
+                goal("TCP bring-up beats Slurm's PMI, %d nodes: %s" % (n, what), "not measured", "below PMI2, PMIx",
+                     False)
+                continue
+            best = min(got[b][i] for b in slurms)
+            goal("TCP bring-up beats Slurm's PMI, %d nodes: %s" % (n, what),
+                 "tcp %.1f %s, %s" % (got["tcp"][i], unit, ", ".join("%s %.1f %s" % (b, got[b][i], unit)
+                                                                       for b in slurms)),
+                 "below " + ", ".join(slurms), got["tcp"][i] < best)
 
 
 def hints():
