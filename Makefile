@@ -80,7 +80,7 @@ CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 DIRFLAGS    = $(FLAGS.$(<D))
 SANDIRFLAGS = $(FLAGS.$(<D)) $(SANFLAGS.$(<D))
 VERSION_H  := $(B)/include/distbind_version.h
-ALL_HDR     = $(wildcard lib/*/*.h lib/*/*.hh lib/runtime/include/*.h spank/*.h tools/*.hh) $(VERSION_H)
+ALL_HDR     = $(wildcard lib/*/*.h lib/*/*.hh lib/runtime/*/*.hh lib/runtime/*/*/*.hh lib/runtime/include/*.h spank/*.h tools/*.hh) $(VERSION_H)
 
 $(B)/pic/%.o: %.cc $(ALL_HDR)
 	@mkdir -p $(@D)

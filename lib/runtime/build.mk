@@ -9,9 +9,13 @@
 # generated $(VERSION_H).  RT_INC is what a client of the build tree needs.
 
 CUDA_HOME   ?= /usr/local/cuda
-RT_SRC      := $(wildcard lib/runtime/*.cc)
+# The rooms: the C face at the top, core/ under everything, the bootstraps
+# (bootstrap/, bootstrap/tcp/) and gpu/ beside each other.  Files include
+# each other by their path from here ("core/rt.hh").
+RT_DIRS     := lib/runtime lib/runtime/core lib/runtime/bootstrap lib/runtime/bootstrap/tcp lib/runtime/gpu
+RT_SRC      := $(wildcard $(addsuffix /*.cc,$(RT_DIRS)))
 RT_INC      := -Ilib/runtime/include -I$(B)/include
-# plan.cc (distbind_plan_dry_run) calls the plan and the topology.
+# plan_dry_run.cc (distbind_plan_dry_run) calls the plan and the topology.
 RT_FLAGS    := -Ilib/common -Ilib/plan -Ilib/topo -Ilib/runtime $(RT_INC) $(HWLOC_CFLAGS) \
                -DDB_VERSION_STRING=\"$(DB_VERSION)\"
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
@@ -26,15 +30,15 @@ endif
 ifneq ($(wildcard /usr/include/slurm/pmi2.h),)
 RT_FLAGS    += -DDB_HAVE_PMI2
 endif
-FLAGS.lib/runtime := $(RT_FLAGS)
+$(foreach d,$(RT_DIRS),$(eval FLAGS.$(d) := $$(RT_FLAGS)))
 RT_LIBS     := -ldl -pthread -lsodium
 
 RT_LIB      := $(B)/libdistbind.so
 RT_SONAME   := libdistbind.so.$(DB_ABI)
 RT_PIC      := $(call objs,pic,$(RT_SRC))
-# plan.cc (distbind_plan_dry_run) calls lib/topo: only the shared library
-# links it (with lib/topo and hwloc); the test builds leave it out.
-RT_TEST_SRC := $(filter-out lib/runtime/plan.cc,$(RT_SRC))
+# plan_dry_run.cc (distbind_plan_dry_run) calls lib/topo: only the shared
+# library links it (with lib/topo and hwloc); the test builds leave it out.
+RT_TEST_SRC := $(filter-out lib/runtime/plan_dry_run.cc,$(RT_SRC))
 RT_SAN      := $(call objs,san,$(RT_TEST_SRC))
 RT_TSAN     := $(call objs,tsan,$(RT_TEST_SRC))
 

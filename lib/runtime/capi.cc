@@ -4,8 +4,8 @@
 #include <new>
 #include <string>
 
-#include "gpu.hh"
-#include "rt.hh"
+#include "gpu/gpu.hh"
+#include "core/rt.hh"
 #include "text.hh"
 
 namespace {

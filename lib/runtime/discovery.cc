@@ -7,7 +7,7 @@
 #include <climits>
 #include <cstring>
 
-#include "rt.hh"
+#include "core/rt.hh"
 #include "text.hh"
 
 namespace db::rt {

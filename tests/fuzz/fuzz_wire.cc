@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "fuzz.hh"
-#include "rt.hh"
-#include "wire.hh"
+#include "core/rt.hh"
+#include "bootstrap/tcp/wire.hh"
 
 using namespace db::rt;
 using namespace db::rt::net;

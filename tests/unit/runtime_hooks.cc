@@ -9,11 +9,11 @@
 #include <future>
 #include <memory>
 
-#include "bounded.hh"
-#include "gpu.hh"
-#include "rt.hh"
+#include "core/bounded.hh"
+#include "gpu/gpu.hh"
+#include "core/rt.hh"
 #include "text.hh"
-#include "wire.hh"
+#include "bootstrap/tcp/wire.hh"
 
 using namespace db::rt;
 

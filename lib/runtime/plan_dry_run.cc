@@ -10,7 +10,7 @@
 #include <new>
 
 #include "db_topo.h"
-#include "rt.hh"
+#include "core/rt.hh"
 
 extern "C" distbind_status distbind_plan_dry_run(const distbind_plan_args *args, char **text) {
     if (text) *text = nullptr;

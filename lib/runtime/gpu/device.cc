@@ -15,7 +15,7 @@
 #include <memory>
 #include <mutex>
 
-#include "gpu.hh"
+#include "gpu/gpu.hh"
 #include "text.hh"
 
 #ifndef DB_CUDA_HOME

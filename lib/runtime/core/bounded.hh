@@ -8,7 +8,7 @@
 #include <system_error>
 #include <thread>
 
-#include "rt.hh"
+#include "core/rt.hh"
 
 namespace db::rt {
 

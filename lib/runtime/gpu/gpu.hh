@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "rt.hh"
+#include "core/rt.hh"
 
 #ifdef DB_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "auth.hh"
+#include "bootstrap/tcp/auth.hh"
 #include "distbind.h"
 
 namespace db::rt::net {
@@ -120,7 +120,7 @@ constexpr size_t kMaxProof = auth::kMacBytes;
 // Ack, Abort): one message.
 constexpr size_t kMaxReply = 2 + 4 + kMaxText;
 
-// How the two ends of a connection prove themselves (tcp_handshake.hh).
+// How the two ends of a connection prove themselves (handshake.hh).
 enum class Mode : uint8_t {
     None = 0,       // they do not: both run without a secret (DIST_BIND_TCP_INSECURE=1)
     Challenge = 1,  // rank 0 answers the Hello with a fresh nonce; the client proves over it

@@ -19,7 +19,7 @@
 //     registration once the proof holds and answers on that connection
 //     (Welcome, or Reject, which also reaches the rank at its listener),
 //     but the rank does not wait for that answer: it keeps the connection
-//     and reads it only when the tree is slow to come (tcp_setup.cc).  A
+//     and reads it only when the tree is slow to come (setup.cc).  A
 //     connection closed without an answer means rank 0 dropped it after
 //     its challenge (the cap below, or the time budget), and the rank
 //     registers again.
@@ -63,8 +63,8 @@
 #include <string>
 #include <vector>
 
-#include "auth.hh"
-#include "net.hh"
+#include "bootstrap/tcp/auth.hh"
+#include "bootstrap/tcp/net.hh"
 
 namespace db::rt::tcp {
 

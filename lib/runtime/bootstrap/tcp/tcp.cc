@@ -4,7 +4,7 @@
 #include <cstring>
 #include <functional>
 
-#include "tcp.hh"
+#include "bootstrap/tcp/tcp.hh"
 
 namespace db::rt::tcp {
 

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <optional>
 
-#include "bounded.hh"
-#include "rt.hh"
+#include "core/bounded.hh"
+#include "core/rt.hh"
 
 #ifdef DB_HAVE_PMI2
 #include <slurm/pmi2.h>

@@ -1,6 +1,6 @@
 // How each end of the handshake is served (the protocol is in
-// tcp_handshake.hh).
-#include "tcp_handshake.hh"
+// handshake.hh).
+#include "bootstrap/tcp/handshake.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "wire.hh"
+#include "bootstrap/tcp/wire.hh"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

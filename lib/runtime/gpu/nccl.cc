@@ -16,8 +16,8 @@
 #include <thread>
 #include <utility>
 
-#include "bounded.hh"
-#include "gpu.hh"
+#include "core/bounded.hh"
+#include "gpu/gpu.hh"
 #include "text.hh"
 
 namespace db::rt::gpu {

@@ -1,4 +1,4 @@
-#include "auth.hh"
+#include "bootstrap/tcp/auth.hh"
 
 #include <sodium.h>
 #include <sys/random.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rt.hh"
+#include "core/rt.hh"
 
 namespace db::rt::auth {
 

@@ -11,7 +11,7 @@
 
 #include "distbind.h"
 #include "record.hh"
-#include "rt.hh"
+#include "core/rt.hh"
 #include "text.hh"
 
 extern char **environ;

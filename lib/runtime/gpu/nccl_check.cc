@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "gpu.hh"
+#include "gpu/gpu.hh"
 
 namespace db::rt::gpu {
 

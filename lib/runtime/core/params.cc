@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "rt.hh"
+#include "core/rt.hh"
 #include "text.hh"
 
 extern char **environ;

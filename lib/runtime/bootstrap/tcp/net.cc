@@ -1,4 +1,4 @@
-#include "net.hh"
+#include "bootstrap/tcp/net.hh"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // The TCP bootstrap's set-up: registration with rank 0 and the tree (see
-// tcp.hh), every connection opened with the handshake of tcp_handshake.hh.
+// tcp.hh), every connection opened with the handshake of handshake.hh.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,8 +9,8 @@
 #include <optional>
 #include <thread>
 
-#include "bounded.hh"
-#include "tcp.hh"
+#include "core/bounded.hh"
+#include "bootstrap/tcp/tcp.hh"
 
 namespace db::rt::tcp {
 
@@ -383,7 +383,7 @@ void TcpExchange::setup_child(const Deadline &d) {
         reg.listener = local_addr(lis.fd());
         reg.host = host_name();
         reg.pid = static_cast<uint32_t>(getpid());
-        // Whoever connects here later proves itself over this (tcp_handshake.hh).
+        // Whoever connects here later proves itself over this (handshake.hh).
         if (cred_.key) announced_ = nonces_.next();
         reg.nonce = announced_;
     };

@@ -6,7 +6,7 @@
 // (its rank, world size, step, its listener's address); rank 0 answers on
 // it, and a rank that finds it closed unanswered registers again.  Every
 // connection between ranks, these included, starts with the handshake of
-// tcp_handshake.hh: both ends prove that they know the step's secret
+// handshake.hh: both ends prove that they know the step's secret
 // before anything else is said, and rank 0 serves all registrations at
 // once, so a stranger can neither take a rank's place nor hold the others
 // up.  Once every rank has registered, rank 0 connects to its children and
@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "net.hh"
-#include "rt.hh"
-#include "tcp_handshake.hh"
+#include "bootstrap/tcp/net.hh"
+#include "core/rt.hh"
+#include "bootstrap/tcp/handshake.hh"
 
 namespace db::rt::tcp {
 
@@ -161,7 +161,7 @@ class TcpExchange final : public Exchange {
     auth::NoncePool nonces_;
     std::optional<auth::Key> key_;  // with a secret
     Credentials cred_;
-    auth::Nonce announced_{};  // what this rank registered with (tcp_handshake.hh)
+    auth::Nonce announced_{};  // what this rank registered with (handshake.hh)
     // Before the links: each Link counts itself out of open_ when it is
     // destroyed, and members are destroyed in reverse order.
     long open_ = 0, peak_ = 0;
@@ -170,7 +170,7 @@ class TcpExchange final : public Exchange {
     uint32_t seq_ = 0;
     std::string broken_;
     // With a secret: the connection this rank registered over, until rank
-    // 0's answer on it is read (tcp_handshake.hh), and its reader.
+    // 0's answer on it is read (handshake.hh), and its reader.
     Socket registration_;
     FrameReader answer_in_;
     // The handshakes' round trips (Dial::trips): of the registration that
@@ -225,7 +225,7 @@ class TcpExchange final : public Exchange {
     // Rank 0 stops the set-up: every registered rank hears why, directly.
     void abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                           const std::string &msg);
-    // Rank 0's answer to a registration (Welcome or Reject; tcp_setup.cc).
+    // Rank 0's answer to a registration (Welcome or Reject; setup.cc).
     void answer(Admitted &a, Msg type, const Verdict &v, const Deadline &d);
     // After a failed set-up, answer the ranks still registering with the
     // reason (instead of leaving them to time out), until each has heard

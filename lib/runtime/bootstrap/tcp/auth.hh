@@ -11,7 +11,7 @@
 // 256 ranks on a node pay at once (make bench); libsodium's costs ~0.1 ms
 // in a VM, nearly all of it mapping the SHA-256 code and tables into the
 // process (two or three page faults), and that first run is most of what
-// the secret costs a set-up (tcp_handshake.hh).  Key makes the HMAC's
+// the secret costs a set-up (handshake.hh).  Key makes the HMAC's
 // state after the key once, so that later proofs hash only their bytes.
 #pragma once
 

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "rt.hh"
+#include "core/rt.hh"
 
 namespace db::rt {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "rt.hh"
-#include "wire.hh"
+#include "core/rt.hh"
+#include "bootstrap/tcp/wire.hh"
 
 namespace db::rt::net {
 

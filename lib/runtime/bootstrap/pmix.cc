@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
-#include "bounded.hh"
-#include "rt.hh"
+#include "core/bounded.hh"
+#include "core/rt.hh"
 
 #ifdef DB_HAVE_PMIX
 #include <pmix.h>

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "auth.hh"
+#include "bootstrap/tcp/auth.hh"
 #include "distbind.h"
 
 namespace db::rt {
