@@ -4,8 +4,14 @@
 #include <new>
 #include <string>
 
-#include "gpu/gpu.hh"
+#include "bootstrap/beside_mpi.hh"
+#include "bootstrap/pmi2.hh"
+#include "bootstrap/pmix.hh"
+#include "bootstrap/tcp/tcp.hh"
+#include "capi.hh"
 #include "core/rt.hh"
+#include "discovery.hh"
+#include "gpu/gpu.hh"
 #include "text.hh"
 
 namespace {

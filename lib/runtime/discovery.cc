@@ -7,6 +7,9 @@
 #include <climits>
 #include <cstring>
 
+#include "discovery.hh"
+
+#include "bootstrap/pmix.hh"
 #include "core/rt.hh"
 #include "text.hh"
 

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <new>
 
+#include "capi.hh"
+#include "core/rt.hh"
+#include "discovery.hh"
 #include "distbind.h"
 #include "record.hh"
-#include "core/rt.hh"
 #include "text.hh"
 
 extern char **environ;

@@ -9,8 +9,9 @@
 #include <cstring>
 #include <new>
 
-#include "db_topo.h"
+#include "capi.hh"
 #include "core/rt.hh"
+#include "db_topo.h"
 
 extern "C" distbind_status distbind_plan_dry_run(const distbind_plan_args *args, char **text) {
     if (text) *text = nullptr;

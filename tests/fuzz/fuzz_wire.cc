@@ -6,9 +6,10 @@
 // Missing list names ranks that exist.
 #include <cstring>
 
-#include "fuzz.hh"
-#include "core/rt.hh"
+#include "bootstrap/pmi2.hh"
 #include "bootstrap/tcp/wire.hh"
+#include "core/rt.hh"
+#include "fuzz.hh"
 
 using namespace db::rt;
 using namespace db::rt::net;

@@ -9,11 +9,13 @@
 #include <future>
 #include <memory>
 
-#include "core/bounded.hh"
-#include "gpu/gpu.hh"
-#include "core/rt.hh"
-#include "text.hh"
+#include "bootstrap/beside_mpi.hh"
+#include "bootstrap/pmi2.hh"
 #include "bootstrap/tcp/wire.hh"
+#include "core/bounded.hh"
+#include "core/rt.hh"
+#include "gpu/gpu.hh"
+#include "text.hh"
 
 using namespace db::rt;
 

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/rt.hh"
+#include "bootstrap/beside_mpi.hh"
 
 namespace db::rt {
 

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "bootstrap/pmi2.hh"
 #include "core/bounded.hh"
 #include "core/rt.hh"
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "bootstrap/pmix.hh"
 #include "core/bounded.hh"
 #include "core/rt.hh"
 

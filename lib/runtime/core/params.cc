@@ -44,7 +44,7 @@ Env Env::process() {
 void Env::forget(std::string_view name) {
     for (auto it = vars_.begin(); it != vars_.end(); ++it) {
         if (it->size() > name.size() && (*it)[name.size()] == '=' && it->compare(0, name.size(), name) == 0) {
-            auth::wipe(it->data(), it->size());
+            wipe(it->data(), it->size());
             vars_.erase(it);
             return;
         }

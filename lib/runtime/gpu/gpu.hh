@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/exchange.hh"
 #include "core/rt.hh"
 
 #ifdef DB_HAVE_CUDA

@@ -12,34 +12,11 @@ namespace db::rt::auth {
 
 namespace {
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 // Says what the MAC is for: a proof made for one purpose is never valid
 // for another.
 constexpr char kLabel[] = "dist-bind tcp bootstrap v2 handshake";
 
 }  // namespace
-
-Secret::~Secret() { wipe(key_.data(), key_.size()); }
-
-bool Secret::parse_hex(std::string_view hex) {
-    std::array<uint8_t, kKeyBytes> k{};
-    bool ok = hex.size() == 2 * kKeyBytes;
-    for (size_t i = 0; ok && i < kKeyBytes; i++) {
-        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-        ok = hi >= 0 && lo >= 0;
-        k[i] = static_cast<uint8_t>(ok ? hi << 4 | lo : 0);
-    }
-    if (ok) key_ = k;
-    set_ = ok;
-    wipe(k.data(), k.size());
-    return ok;
-}
 
 void fill_random(uint8_t *p, size_t n) {
     size_t got = 0;
@@ -109,7 +86,5 @@ Proofs Key::prove_both(const std::vector<uint8_t> &hello_body, const Nonce &serv
 }
 
 bool same(const Mac &a, const uint8_t *b) { return sodium_memcmp(a.data(), b, a.size()) == 0; }
-
-void wipe(void *p, size_t n) { sodium_memzero(p, n); }
 
 }  // namespace db::rt::auth

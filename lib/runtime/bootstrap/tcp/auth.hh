@@ -21,30 +21,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/secret.hh"
+
 namespace db::rt::auth {
 
-constexpr size_t kKeyBytes = 32;
+constexpr size_t kKeyBytes = Secret::kBytes;
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;
 using Nonce = std::array<uint8_t, kNonceBytes>;
 using Mac = std::array<uint8_t, kMacBytes>;
-
-// The key; wiped when it goes.
-class Secret {
-  public:
-    Secret() = default;
-    Secret(const Secret &o) = default;
-    Secret &operator=(const Secret &o) = default;
-    ~Secret();
-    // 64 hex digits (either case).  false, and nothing kept, otherwise.
-    bool parse_hex(std::string_view hex);
-    bool set() const { return set_; }
-    const uint8_t *key() const { return key_.data(); }
-
-  private:
-    std::array<uint8_t, kKeyBytes> key_{};
-    bool set_ = false;
-};
 
 // Which end is proving: the one that accepted the connection or the one
 // that opened it.
@@ -112,8 +97,5 @@ class Key {
 
 // Constant-time comparison.
 bool same(const Mac &a, const uint8_t *b);
-
-// Overwrite memory the compiler may not optimise the write away from.
-void wipe(void *p, size_t n);
 
 }  // namespace db::rt::auth

@@ -31,11 +31,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bootstrap/tcp/net.hh"
+#include "bootstrap/exchange.hh"
 #include "core/rt.hh"
 #include "bootstrap/tcp/handshake.hh"
 
@@ -266,3 +268,10 @@ class TcpExchange final : public Exchange {
 };
 
 }  // namespace db::rt::tcp
+
+namespace db::rt {
+
+// The TCP bootstrap (tcp.cc), for the bootstrap choice.
+std::unique_ptr<Exchange> make_tcp(const ExchangeConfig &c);
+
+}  // namespace db::rt
