@@ -1,65 +1,14 @@
 // Every environment setting of the library is read here, once, and strictly:
 // a malformed value is an error naming the variable, the value and what was
 // expected, never a silent default.
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "core/rt.hh"
 #include "text.hh"
 
-extern char **environ;
-
 namespace db::rt {
 
-Env::Env(const char *const *env) {
-    for (; env && *env; env++) vars_.emplace_back(*env);
-}
-
 namespace {
-// The process's DIST_BIND_SECRET once it is out of its environment, for
-// the handles made after the first.  Guarded with the environment itself:
-// nothing else here reads or changes `environ` meanwhile.
-std::mutex g_env_mu;
-std::string *g_secret_var = nullptr;  // "DIST_BIND_SECRET=..."; kept until exit
-constexpr char kSecretVar[] = "DIST_BIND_SECRET";
-}  // namespace
-
-Env Env::process() {
-    std::lock_guard<std::mutex> lock(g_env_mu);
-    Env e(environ);
-    if (const char *v = e.get(kSecretVar)) {
-        if (!g_secret_var) g_secret_var = new std::string;
-        *g_secret_var = std::string(kSecretVar) + "=" + v;
-        unsetenv(kSecretVar);
-        unsetenv("APPTAINERENV_DIST_BIND_SECRET");  // dist-bind's copy for Apptainer (docs/usage.md)
-    } else if (g_secret_var) {
-        e.vars_.push_back(*g_secret_var);
-    }
-    return e;
-}
-
-void Env::forget(std::string_view name) {
-    for (auto it = vars_.begin(); it != vars_.end(); ++it) {
-        if (it->size() > name.size() && (*it)[name.size()] == '=' && it->compare(0, name.size(), name) == 0) {
-            wipe(it->data(), it->size());
-            vars_.erase(it);
-            return;
-        }
-    }
-}
-
-const char *Env::get(std::string_view name) const {
-    for (const std::string &v : vars_)
-        if (v.size() > name.size() && v[name.size()] == '=' && v.compare(0, name.size(), name) == 0)
-            return v.c_str() + name.size() + 1;
-    return nullptr;
-}
-
-namespace {
-thread_local const DebugCtx *t_debug = nullptr;
 
 void note(const char *name, const char *value) {
     if (value) debugf("%s set by environment to %s", name, value);
@@ -133,7 +82,7 @@ std::string read_step_key(const Env &env) {
 // DIST_BIND_SECRET and DIST_BIND_TCP_INSECURE.  The secret's value is
 // never shown, not even when debugging.
 void read_tcp_trust(const Env &env, Params &p) {
-    if (const char *v = env.get(kSecretVar)) {
+    if (const char *v = env.get("DIST_BIND_SECRET")) {
         if (!p.secret.parse_hex(v))
             fail(DISTBIND_ERR_ENV, "DIST_BIND_SECRET (" + std::to_string(std::strlen(v)) +
                                        " characters) is not a secret: expected 64 hex digits (256 bits), as srun "
@@ -194,56 +143,6 @@ const char *source_name(Source s) {
     case Source::Pmix: return "pmix";
     }
     return "?";
-}
-
-DebugScope::DebugScope(const DebugCtx &c) noexcept : prev_(t_debug) { t_debug = &c; }
-DebugScope::~DebugScope() { t_debug = prev_; }
-
-void debugf(const char *fmt, ...) {
-    const DebugCtx *c = t_debug;
-    if (!c || !c->on) return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (c->rank >= 0)
-        std::fprintf(stderr, "dist-bind: rank %d: %s\n", c->rank, buf);
-    else
-        std::fprintf(stderr, "dist-bind: %s\n", buf);
-}
-
-int Deadline::ms_left() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at - Clock::now()).count();
-    if (left <= 0) return 0;
-    return left > 1000000000 ? 1000000000 : static_cast<int>(left) + 1;
-}
-
-double Deadline::s_left() const {
-    double s = std::chrono::duration<double>(at - Clock::now()).count();
-    return s > 0 ? s : 0;
-}
-
-std::string rank_list(const std::vector<int> &ranks) {
-    // Runs as "a-b"; at most this many items before "... (N in all)".
-    constexpr size_t kShown = 16;
-    std::string out;
-    size_t items = 0;
-    for (size_t i = 0; i < ranks.size();) {
-        size_t j = i;
-        // In 64 bits: the ranks may come from another rank's message.
-        while (j + 1 < ranks.size() && int64_t{ranks[j + 1]} == int64_t{ranks[j]} + 1) j++;
-        if (items == kShown) {
-            out += ", ... (" + std::to_string(ranks.size()) + " ranks in all)";
-            break;
-        }
-        if (!out.empty()) out += ", ";
-        out += std::to_string(ranks[i]);
-        if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
-        items++;
-        i = j + 1;
-    }
-    return out;
 }
 
 }  // namespace db::rt
