@@ -4,10 +4,7 @@
 #include <new>
 #include <string>
 
-#include "bootstrap/beside_mpi.hh"
-#include "bootstrap/pmi2.hh"
-#include "bootstrap/pmix.hh"
-#include "bootstrap/tcp/tcp.hh"
+#include "bootstrap/choose.hh"
 #include "capi.hh"
 #include "core/rt.hh"
 #include "discovery.hh"
@@ -221,87 +218,7 @@ distbind_status distbind_set_timeout(distbind_t *h, double seconds) {
 distbind_status distbind_connect(distbind_t *h) {
     return on(h, [&] {
         if (h->ex) fail(DISTBIND_ERR_STATE, "distbind_connect: the exchange is already up");
-        const db::rt::Params &p = h->params;
-        db::rt::ExchangeConfig c;
-        c.rank = h->id.rank;
-        c.world = h->id.world;
-        c.timeout_s = p.timeout_s;
-        c.fanout = p.fanout;
-        c.step_key = p.step_key;
-        c.secret = p.secret;
-        c.tcp_insecure = p.tcp_insecure;
-        c.master_addr = p.master_addr;
-        c.master_port = p.master_port;
-        if (h->id.relaunched && c.master_port) {
-            // torchrun's workers: its store listens on MASTER_PORT, and the
-            // PMI server's ranks are its agents', not theirs.
-            c.master_port = c.master_port < 65535 ? c.master_port + 1 : c.master_port - 1;
-            c.port_from = std::string("MASTER_PORT") + (p.master_port < 65535 ? "+1" : "-1") +
-                          ", as a launcher re-ranked this process and its store holds MASTER_PORT";
-            db::rt::debugf("a launcher re-ranked this process: the TCP bootstrap on port %u (%s)", c.master_port,
-                           c.port_from.c_str());
-        }
-        std::string how = p.bootstrap;
-        if (how == "auto" && h->id.relaunched) {
-            db::rt::debugf("a launcher re-ranked this process: its PMI ranks are the launcher's, using tcp");
-            h->ex = db::rt::make_tcp(c);
-        } else if (how == "auto") {
-            // A PMI server that Slurm started is there for this step; TCP
-            // needs only rank 0 to be reachable.  The next one is tried only
-            // when a backend is UNAVAILABLE, which the backends report only
-            // before their first collective (library, init, job size): once
-            // the ranks have begun one together, a failure there is PEER,
-            // SYSTEM or TIMEOUT, so ranks never end up split between them.
-            // Beside an MPI library that would break on the same PMI
-            // server, TCP (beside_mpi.cc).
-            const db::rt::MpiSeen mpi = db::rt::mpi_in_process();
-            std::string skipped;
-            auto clashes = [&](const char *pmi) {
-                std::string why = db::rt::pmi_conflict(mpi, pmi);
-                if (why.empty()) return false;
-                db::rt::debugf("not %s: %s", pmi, why.c_str());
-                skipped = std::string("not ") + pmi + ": " + why;
-                return true;
-            };
-            if (db::rt::pmix_has_server(h->env) && !clashes("pmix")) {
-                try {
-                    h->ex = db::rt::make_pmix(c);
-                } catch (const Failure &f) {
-                    if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
-                    db::rt::debugf("pmix unavailable, trying the next bootstrap: %s", f.what());
-                }
-            }
-            if (!h->ex && db::rt::pmi2_has_server(h->env) && !clashes("pmi2")) {
-                try {
-                    h->ex = db::rt::make_pmi2(c);
-                } catch (const Failure &f) {
-                    if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
-                    db::rt::debugf("pmi2 unavailable, trying the next bootstrap: %s", f.what());
-                }
-            }
-            if (!h->ex) {
-                try {
-                    h->ex = db::rt::make_tcp(c);
-                } catch (const Failure &f) {
-                    if (skipped.empty()) throw;
-                    fail(f.status, std::string(f.what()) + " (DIST_BIND_BOOTSTRAP=auto took tcp, " + skipped + ")");
-                }
-            }
-        } else if (how == "pmix") {
-            if (!db::rt::pmix_has_server(h->env))
-                fail(DISTBIND_ERR_UNAVAILABLE,
-                     "DIST_BIND_BOOTSTRAP=pmix, but this task has no PMIx server "
-                     "(PMIX_NAMESPACE is not set): start it with srun --mpi=pmix");
-            h->ex = db::rt::make_pmix(c);
-        } else if (how == "pmi2") {
-            if (!db::rt::pmi2_has_server(h->env))
-                fail(DISTBIND_ERR_UNAVAILABLE,
-                     "DIST_BIND_BOOTSTRAP=pmi2, but this task has no PMI2 server "
-                     "(PMI_FD is not set): start it with srun --mpi=pmi2");
-            h->ex = db::rt::make_pmi2(c);
-        } else {
-            h->ex = db::rt::make_tcp(c);
-        }
+        h->ex = db::rt::choose_exchange(h->env, h->id, h->params);
         db::rt::debugf("exchange up over %s", h->ex->name());
     });
 }
