@@ -26,7 +26,7 @@ for t in tests/gpu/t_fake_*.sh; do
 done
 out=$BUILD/gcov
 rm -rf "$out" && mkdir -p "$out"
-files=(lib/runtime/gpu/device.cc lib/runtime/gpu/nccl.cc lib/runtime/gpu/nccl_check.cc)
+files=(lib/runtime/gpu/device.cc lib/runtime/gpu/loaders.cc lib/runtime/gpu/nccl.cc lib/runtime/gpu/nccl_check.cc)
 for f in "${files[@]}"; do
     (cd "$out" && gcov -j -o "$BUILD/pic/$(dirname "$f")" "$ROOT/$f" >/dev/null 2>&1) || { echo "coverage: gcov failed on $f"; rc=1; }
 done

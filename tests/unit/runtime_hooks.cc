@@ -14,7 +14,9 @@
 #include "bootstrap/tcp/wire.hh"
 #include "core/bounded.hh"
 #include "core/rt.hh"
+#include "gpu/agree.hh"
 #include "gpu/gpu.hh"
+#include "gpu/loaders.hh"
 #include "text.hh"
 
 using namespace db::rt;

@@ -3,8 +3,6 @@
 // across the step by GPU UUID (exact, whatever the host names), and only
 // then made current, so two ranks on one GPU are named as such even where
 // the GPU's exclusive-process mode would let only one of them in.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -15,24 +13,12 @@
 #include <memory>
 #include <mutex>
 
+#include "gpu/agree.hh"
 #include "gpu/gpu.hh"
+#include "gpu/loaders.hh"
 #include "text.hh"
 
-#ifndef DB_CUDA_HOME
-#define DB_CUDA_HOME "/usr/local/cuda"
-#endif
-
 namespace db::rt::gpu {
-
-std::vector<std::string> cudart_names(int major, const std::string &cuda_home) {
-    std::vector<std::string> out;
-    // cudaDeviceGetPCIBusId, cudaDeviceGetAttribute, cudaGetDeviceProperties
-    // and the rest exist with these signatures since CUDA 11.
-    for (int m = major; m >= 11; m--) out.push_back("libcudart.so." + std::to_string(m));
-    out.push_back("libcudart.so");
-    out.push_back(cuda_home + "/lib64/libcudart.so." + std::to_string(major));
-    return out;
-}
 
 std::string seconds_text(double s) {
     char buf[32];
@@ -62,65 +48,6 @@ int pci_numa_node(const std::string &bus_id) {
     return n;
 }
 
-Detail make_detail(const std::string &host, const std::string &bus, const std::string &uuid, const std::string &msg) {
-    Detail d{};
-    db::copy_out(host, d.host, sizeof d.host);
-    db::copy_out(bus, d.bus, sizeof d.bus);
-    db::copy_out(uuid, d.uuid, sizeof d.uuid);
-    db::copy_out(msg, d.msg, sizeof d.msg);
-    return d;
-}
-
-namespace {
-
-std::string field(const char *p, size_t n, const char *name, int rank) {
-    const void *end = std::memchr(p, '\0', n);
-    if (!end)
-        fail(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent a malformed message (its " + name +
-                                    " has no end within " + std::to_string(n) +
-                                    " bytes): the ranks run different libdistbind builds, or its memory is corrupt");
-    return std::string(p, static_cast<const char *>(end));
-}
-
-}  // namespace
-
-DetailText read_detail(const Detail &d, int rank) {
-    return {field(d.host, sizeof d.host, "host name", rank), field(d.bus, sizeof d.bus, "bus id", rank),
-            field(d.uuid, sizeof d.uuid, "GPU UUID", rank), field(d.msg, sizeof d.msg, "message", rank)};
-}
-
-distbind_status peer_status(int32_t s, int rank) {
-    if (s < DISTBIND_OK || s > DISTBIND_ERR_INTERNAL)
-        fail(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " sent status " + std::to_string(s) +
-                                    ", which is not a distbind_status: the ranks run different libdistbind builds, "
-                                    "or its memory is corrupt");
-    return static_cast<distbind_status>(s);
-}
-
-std::pair<distbind_status, std::string> first_failure(Exchange &ex, const std::vector<distbind_status> &all,
-                                                      const Detail &mine, const std::string &what,
-                                                      const std::vector<bool> &prefer) {
-    size_t bad = 0, first = all.size();
-    auto preferred = [&](size_t r) { return r < prefer.size() && prefer[r]; };
-    for (size_t r = 0; r < all.size(); r++)
-        if (all[r] != DISTBIND_OK) {
-            bad++;
-            if (first == all.size() || (preferred(r) && !preferred(first))) first = r;
-        }
-    if (!bad) return {DISTBIND_OK, ""};
-    Detail d = mine;
-    ex.broadcast(&d, sizeof d, static_cast<int>(first));
-    DetailText t = read_detail(d, static_cast<int>(first));
-    std::string more = bad > 1 ? " (and " + std::to_string(bad - 1) + " more rank" + (bad > 2 ? "s" : "") + ")" : "";
-    return {all[first], what + "rank " + std::to_string(first) + " on " + t.host + ": " + t.msg + more};
-}
-
-void fail_with_first(Exchange &ex, const std::vector<distbind_status> &all, const Detail &mine, const std::string &what,
-                     const std::vector<bool> &prefer) {
-    auto [st, msg] = first_failure(ex, all, mine, what, prefer);
-    if (st != DISTBIND_OK) fail(st, msg);
-}
-
 std::pair<int, int> find_duplicate(const std::vector<std::array<uint8_t, 16>> &uuids) {
     static const std::array<uint8_t, 16> unknown{};
     std::map<std::array<uint8_t, 16>, int> seen;
@@ -146,103 +73,12 @@ Probe probe(const Identity &id, const Env &) {
 
 namespace {
 
-// Try each name; keep every failure, so the message says why the first
-// (the runtime the headers belong to) did not load, not just the last.
-void *open_lib(const std::vector<std::string> &names, std::string &why) {
-    std::string tried;
-    for (const std::string &n : names) {
-        if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-        const char *e = dlerror();
-        tried += (tried.empty() ? "" : "; ") + std::string(e ? e : n + ": not loaded");
-    }
-    why = tried;
-    return nullptr;
-}
-
-template <typename T>
-bool sym(void *dl, T &out, const char *name, std::string &why, bool required = true) {
-    out = reinterpret_cast<T>(dlsym(dl, name));
-    if (!out && required) why = std::string("has no ") + name;
-    return out || !required;
-}
-
 // Big enough for any runtime's cudaDeviceProp (CUDA 13's is about 1 KiB).
 constexpr size_t kPropBytes = 16384;
 static_assert(sizeof(cudaDeviceProp) <= kPropBytes / 4, "cudaDeviceProp grew: enlarge kPropBytes");
 static_assert(offsetof(cudaDeviceProp, uuid) == 256, "cudaDeviceProp.uuid moved");
 
 }  // namespace
-
-std::string Cudart::error(cudaError_t e) const {
-    const char *name = GetErrorName(e), *text = GetErrorString(e);
-    return std::string(name ? name : "cudaError " + std::to_string(static_cast<int>(e))) + ": " + (text ? text : "?");
-}
-
-std::string Nccl::error(ncclResult_t r, ncclComm_t comm) const {
-    const char *s = GetErrorString(r);
-    std::string out = s ? s : "ncclResult " + std::to_string(static_cast<int>(r));
-    const char *last = GetLastError ? GetLastError(comm) : nullptr;
-    if (last && *last) out += std::string(": ") + last;
-    return out;
-}
-
-const Cudart *cudart(std::string &why) {
-    static std::once_flag once;
-    static Cudart api;
-    static bool ok = false;
-    static std::string reason;
-    std::call_once(once, [] {
-        void *dl = open_lib(cudart_names(CUDART_VERSION / 1000, DB_CUDA_HOME), reason);
-        if (!dl) {
-            reason = "cannot load libcudart: " + reason;
-            return;
-        }
-        ok = sym(dl, api.GetDeviceCount, "cudaGetDeviceCount", reason) &&
-             sym(dl, api.SetDevice, "cudaSetDevice", reason) &&
-             sym(dl, api.DeviceGetPCIBusId, "cudaDeviceGetPCIBusId", reason) &&
-             sym(dl, api.DeviceGetAttribute, "cudaDeviceGetAttribute", reason) &&
-             sym(dl, api.GetErrorName, "cudaGetErrorName", reason) &&
-             sym(dl, api.GetErrorString, "cudaGetErrorString", reason) && sym(dl, api.Malloc, "cudaMalloc", reason) &&
-             sym(dl, api.Free, "cudaFree", reason) && sym(dl, api.Memcpy, "cudaMemcpy", reason) &&
-             sym(dl, api.StreamCreate, "cudaStreamCreate", reason) &&
-             sym(dl, api.StreamQuery, "cudaStreamQuery", reason) &&
-             sym(dl, api.StreamDestroy, "cudaStreamDestroy", reason);
-        // CUDA 12 kept the old layout under the old name; any layout will do.
-        if (ok) {
-            sym(dl, api.GetDeviceProperties, "cudaGetDeviceProperties_v2", reason, false);
-            if (!api.GetDeviceProperties) ok = sym(dl, api.GetDeviceProperties, "cudaGetDeviceProperties", reason);
-        }
-        if (!ok) reason = "libcudart " + reason;
-    });
-    why = reason;
-    return ok ? &api : nullptr;
-}
-
-const Nccl *nccl(std::string &why) {
-    static std::once_flag once;
-    static Nccl api;
-    static bool ok = false;
-    static std::string reason;
-    std::call_once(once, [] {
-        std::string maj = std::to_string(NCCL_MAJOR);
-        void *dl = open_lib({"libnccl.so." + maj, "libnccl.so", DB_CUDA_HOME "/lib64/libnccl.so." + maj}, reason);
-        if (!dl) {
-            reason = "cannot load libnccl: " + reason;
-            return;
-        }
-        ok = sym(dl, api.GetVersion, "ncclGetVersion", reason) && sym(dl, api.GetUniqueId, "ncclGetUniqueId", reason) &&
-             sym(dl, api.CommInitRankConfig, "ncclCommInitRankConfig", reason) &&
-             sym(dl, api.CommInitRankScalable, "ncclCommInitRankScalable", reason, false) &&
-             sym(dl, api.CommDestroy, "ncclCommDestroy", reason) && sym(dl, api.CommAbort, "ncclCommAbort", reason) &&
-             sym(dl, api.CommGetAsyncError, "ncclCommGetAsyncError", reason) &&
-             sym(dl, api.GetErrorString, "ncclGetErrorString", reason) &&
-             sym(dl, api.GetLastError, "ncclGetLastError", reason, false) &&
-             sym(dl, api.AllReduce, "ncclAllReduce", reason);
-        if (!ok) reason = "libnccl " + reason;
-    });
-    why = reason;
-    return ok ? &api : nullptr;
-}
 
 Probe probe(const Identity &id, const Env &env) {
     Probe p;

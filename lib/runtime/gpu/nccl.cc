@@ -17,7 +17,9 @@
 #include <utility>
 
 #include "core/bounded.hh"
+#include "gpu/agree.hh"
 #include "gpu/gpu.hh"
+#include "gpu/loaders.hh"
 #include "text.hh"
 
 namespace db::rt::gpu {

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <thread>
 
+#include "gpu/agree.hh"
 #include "gpu/gpu.hh"
+#include "gpu/loaders.hh"
 
 namespace db::rt::gpu {
 
