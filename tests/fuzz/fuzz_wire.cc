@@ -12,7 +12,7 @@
 #include "fuzz.hh"
 
 using namespace db::rt;
-using namespace db::rt::net;
+using namespace db::rt::tcp;
 
 namespace {
 

@@ -244,20 +244,20 @@ int db_rt_test_bringup_traffic(int world, int per_root, long *probe_bytes, int *
 
 int db_rt_test_up(const unsigned char *body, size_t n, unsigned long long expected, char *out, size_t len) {
     std::vector<uint8_t> b(body, body + n);
-    net::Up u;
-    if (!net::decode(b, u)) {
+    tcp::Up u;
+    if (!tcp::decode(b, u)) {
         db::copy_out("not an Up message", out, len);
         return 0;
     }
-    std::string why = net::check_up(u, expected);
+    std::string why = tcp::check_up(u, expected);
     db::copy_out(why, out, len);
     return why.empty();
 }
 
 int db_rt_test_missing(const unsigned char *body, size_t n, int world) {
     std::vector<uint8_t> b(body, body + n);
-    net::Missing m;
-    if (!net::decode(b, world, m)) return -1;
+    tcp::Missing m;
+    if (!tcp::decode(b, world, m)) return -1;
     return static_cast<int>(m.missing.size() + m.unreachable.size());
 }
 }

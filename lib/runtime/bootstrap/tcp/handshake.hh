@@ -68,8 +68,6 @@
 
 namespace db::rt::tcp {
 
-using namespace net;
-
 // This rank, as both ends of a handshake see it.
 struct Credentials {
     auth::Key *key = nullptr;  // nullptr: no proofs (DIST_BIND_TCP_INSECURE=1)

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace db::rt::net {
+namespace db::rt::tcp {
 
 namespace {
 
@@ -289,4 +289,4 @@ std::string errno_str(int err) {
     return strerror_r(err, buf, sizeof buf);
 }
 
-}  // namespace db::rt::net
+}  // namespace db::rt::tcp

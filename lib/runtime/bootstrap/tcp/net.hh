@@ -10,7 +10,7 @@
 #include "core/rt.hh"
 #include "bootstrap/tcp/wire.hh"
 
-namespace db::rt::net {
+namespace db::rt::tcp {
 
 // Owns one file descriptor.
 class Socket {
@@ -87,4 +87,4 @@ int wait_readable(const std::vector<int> &fds, const Deadline &d);
 
 std::string errno_str(int err);
 
-}  // namespace db::rt::net
+}  // namespace db::rt::tcp

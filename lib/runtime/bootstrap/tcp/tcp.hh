@@ -43,8 +43,6 @@
 
 namespace db::rt::tcp {
 
-using namespace net;
-
 enum Op : uint16_t { kBarrier = 1, kBroadcast, kAllgather };
 
 inline const char *op_name(uint16_t op) {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <set>
 
-namespace db::rt::net {
+namespace db::rt::tcp {
 
 namespace {
 
@@ -349,4 +349,4 @@ std::string check_up(const Up &u, uint64_t expected) {
            std::to_string(expected);
 }
 
-}  // namespace db::rt::net
+}  // namespace db::rt::tcp

@@ -16,7 +16,7 @@
 #include "bootstrap/tcp/auth.hh"
 #include "distbind.h"
 
-namespace db::rt::net {
+namespace db::rt::tcp {
 
 // ---- framing ------------------------------------------------------------
 
@@ -221,4 +221,4 @@ bool decode(const std::vector<uint8_t> &body, Up &out);
 // different one is the user's mistake, with a message of its own.)
 std::string check_up(const Up &u, uint64_t expected);
 
-}  // namespace db::rt::net
+}  // namespace db::rt::tcp
