@@ -176,10 +176,9 @@ std::shared_ptr<Session> open_session(double timeout_s) {
     if (!r) {
         s->wedged = true;
         g_session = s;
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g s", timeout_s);
-        fail(DISTBIND_ERR_TIMEOUT, std::string("PMI2_Init did not return within ") + buf +
-                                       ": the step's PMI2 server (slurmstepd) does not answer");
+        const std::string limit = seconds_text(timeout_s);
+        fail(DISTBIND_ERR_TIMEOUT,
+             "PMI2_Init did not return within " + limit + ": the step's PMI2 server (slurmstepd) does not answer");
     }
     if (r->init_rc != PMI2_SUCCESS)
         fail(DISTBIND_ERR_UNAVAILABLE, "PMI2_Init failed with code " + std::to_string(r->init_rc) +
@@ -229,7 +228,7 @@ class Pmi2Exchange final : public Exchange {
         Bytes got = std::make_shared<std::vector<uint8_t> >(len);
         Ctx x = ctx();
         run(
-            what, [x, what, root, got] { return fetch(x, what, root, got->data(), got->size()); }, false);
+            what, [x, what, root, got] { return fetch(x, what, root, got->data(), got->size(), true); }, false);
         if (len) std::memcpy(buf, got->data(), len);
     }
 
@@ -245,7 +244,7 @@ class Pmi2Exchange final : public Exchange {
             [x, what, all, len] {
                 for (int r = 0; r < x.world; r++) {
                     if (r == x.rank) continue;
-                    Result e = fetch(x, what, r, all->data() + static_cast<size_t>(r) * len, len);
+                    Result e = fetch(x, what, r, all->data() + static_cast<size_t>(r) * len, len, false);
                     if (e.st != DISTBIND_OK) return e;
                 }
                 return Result();
@@ -313,7 +312,7 @@ class Pmi2Exchange final : public Exchange {
         return {};
     }
 
-    static Result fetch(const Ctx &x, const std::string &what, int rank, uint8_t *dst, size_t len) {
+    static Result fetch(const Ctx &x, const std::string &what, int rank, uint8_t *dst, size_t len, bool rooted) {
         std::vector<uint8_t> got;
         auto bad = [&](distbind_status st, const std::string &m) { return Result{st, what + " failed: " + m}; };
         // Exactly the chunks `len` bytes take, each a full one but the last.
@@ -333,11 +332,7 @@ class Pmi2Exchange final : public Exchange {
             if (i == 0) {
                 uint64_t total = 0;
                 if (!pmi2_first_chunk(val, DISTBIND_MAX_EXCHANGE_BYTES, total, data)) return malformed();
-                if (total != len)
-                    return bad(DISTBIND_ERR_PEER, "rank " + std::to_string(rank) + " passed " + std::to_string(total) +
-                                                      " bytes but rank " + std::to_string(x.rank) + " expected " +
-                                                      std::to_string(len) +
-                                                      " (every rank must pass the same size and root)");
+                if (total != len) return bad(DISTBIND_ERR_PEER, size_mismatch(rank, total, x.rank, len, rooted));
             }
             size_t before = got.size();
             if (!b64_decode_bytes(data, std::strlen(data), got)) return malformed();
@@ -378,10 +373,9 @@ class Pmi2Exchange final : public Exchange {
         }
         if (!res) {
             s_->wedged = true;
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
+            const std::string limit = seconds_text(c_.timeout_s);
             broken_ =
-                what + " failed: not every rank arrived within " + buf + " (seen by rank " + std::to_string(c_.rank) +
+                what + " failed: not every rank arrived within " + limit + " (seen by rank " + std::to_string(c_.rank) +
                 "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix name them)";
             fail(DISTBIND_ERR_TIMEOUT, broken_);
         }

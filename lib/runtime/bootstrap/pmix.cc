@@ -122,10 +122,9 @@ std::shared_ptr<Session> session(double timeout_s) {
         run_bounded<pmix_status_t>([s] { return s->init(&s->me, nullptr, 0); }, Deadline::in(timeout_s));
     if (!rc) {
         g_init_stuck = true;
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g s", timeout_s);
-        fail(DISTBIND_ERR_TIMEOUT, std::string("PMIx_Init did not return within ") + buf +
-                                       ": the step's PMIx server (slurmstepd) does not answer");
+        const std::string limit = seconds_text(timeout_s);
+        fail(DISTBIND_ERR_TIMEOUT,
+             "PMIx_Init did not return within " + limit + ": the step's PMIx server (slurmstepd) does not answer");
     }
     if (*rc != PMIX_SUCCESS)
         fail(DISTBIND_ERR_UNAVAILABLE,
@@ -255,7 +254,7 @@ class PmixExchange final : public Exchange {
         std::string what = begin("broadcast");
         put(c_.rank == root ? buf : nullptr, c_.rank == root ? len : 0);
         fence(what);
-        if (c_.rank != root) fetch(what, root, buf, len, deadline());
+        if (c_.rank != root) fetch(what, root, buf, len, deadline(), true);
     }
 
     void allgather(const void *send, size_t len, void *recv) override {
@@ -268,7 +267,7 @@ class PmixExchange final : public Exchange {
             if (r == c_.rank) {
                 if (len) std::memmove(dst, send, len);
             } else {
-                fetch(what, r, dst, len, until);
+                fetch(what, r, dst, len, until, false);
             }
         }
     }
@@ -287,9 +286,7 @@ class PmixExchange final : public Exchange {
 
     std::string key() const { return "distbind." + std::to_string(seq_); }
 
-    Clock::time_point deadline() const {
-        return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s));
-    }
+    Clock::time_point deadline() const { return Clock::now() + to_duration(c_.timeout_s); }
 
     [[noreturn]] void broken(distbind_status st, const std::string &msg) {
         broken_ = msg;
@@ -376,11 +373,9 @@ class PmixExchange final : public Exchange {
         std::vector<int> missing;
         for (int r = 0; r < c_.world; r++)
             if (!asks[r]->wait_until(until) || !asks[r]->found) missing.push_back(r);
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
-        if (missing.empty()) return std::string("the PMIx fence did not complete within ") + buf;
-        return std::string("rank") + (missing.size() > 1 ? "s " : " ") + rank_list(missing) +
-               " did not arrive within " + buf;
+        const std::string limit = seconds_text(c_.timeout_s);
+        if (missing.empty()) return "the PMIx fence did not complete within " + limit;
+        return ranks_text(missing) + " did not arrive within " + limit;
     }
 
     // After a collecting fence PMIx 3 and 4 (Slurm's pmix_v3/v4, Debian 12)
@@ -390,7 +385,7 @@ class PmixExchange final : public Exchange {
     // data with the node's server and hands it over only when asked: then
     // the local copy says PMIX_ERR_NOT_FOUND, and the server is asked,
     // bounded by PMIX_TIMEOUT and by this collective's deadline.
-    void fetch(const std::string &what, int rank, void *dst, size_t len, Clock::time_point until) {
+    void fetch(const std::string &what, int rank, void *dst, size_t len, Clock::time_point until, bool rooted) {
         pmix_proc_t p = proc_of(*s_, static_cast<uint32_t>(rank));
         pmix_value_t *v = nullptr;
         std::string k = key();
@@ -406,7 +401,7 @@ class PmixExchange final : public Exchange {
             const size_t got = bytes ? v->data.bo.size : 0;
             s_->value_destruct(v);
             free(v);
-            if (!ok) mismatch(what, rank, got, len);
+            if (!ok) mismatch(what, rank, got, len, rooted);
             return;
         }
         if (rc != PMIX_ERR_NOT_FOUND)
@@ -429,10 +424,9 @@ class PmixExchange final : public Exchange {
         }
         if (!w->wait_until(until)) {
             s_->wedged = true;  // its callback may still come
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%g s", c_.timeout_s);
+            const std::string limit = seconds_text(c_.timeout_s);
             broken(DISTBIND_ERR_TIMEOUT, what + " failed: the PMIx server did not hand over rank " +
-                                             std::to_string(rank) + "'s data within " + buf + " (seen by rank " +
+                                             std::to_string(rank) + "'s data within " + limit + " (seen by rank " +
                                              std::to_string(c_.rank) + ")");
         }
         if (!w->found)
@@ -442,7 +436,7 @@ class PmixExchange final : public Exchange {
         if (!take(w->is_bytes, w->bytes.data(), w->bytes.size(), dst, len)) {
             const size_t got = w->is_bytes ? w->bytes.size() : 0;
             lock.unlock();
-            mismatch(what, rank, got, len);
+            mismatch(what, rank, got, len, rooted);
         }
     }
 
@@ -452,10 +446,8 @@ class PmixExchange final : public Exchange {
         return true;
     }
 
-    [[noreturn]] void mismatch(const std::string &what, int rank, size_t got, size_t len) {
-        broken(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(rank) + " passed " + std::to_string(got) +
-                                      " bytes but rank " + std::to_string(c_.rank) + " expected " +
-                                      std::to_string(len) + " (every rank must pass the same size and root)");
+    [[noreturn]] void mismatch(const std::string &what, int rank, size_t got, size_t len, bool rooted) {
+        broken(DISTBIND_ERR_PEER, what + " failed: " + size_mismatch(rank, got, c_.rank, len, rooted));
     }
 };
 

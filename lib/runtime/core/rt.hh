@@ -97,12 +97,15 @@ void debugf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds as a Clock duration (a timeout, a grace).
+inline Clock::duration to_duration(double seconds) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // A point in time every wait of one operation is measured against.
 struct Deadline {
     Clock::time_point at;
-    static Deadline in(double seconds) {
-        return {Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))};
-    }
+    static Deadline in(double seconds) { return {Clock::now() + to_duration(seconds)}; }
     bool passed() const { return Clock::now() >= at; }
     // Milliseconds left, for poll(): 0 once passed.
     int ms_left() const;
@@ -111,5 +114,14 @@ struct Deadline {
 
 // "1, 3, 5-9": ranks for messages, shortened when there are many.
 std::string rank_list(const std::vector<int> &ranks);
+// "rank 3", "ranks 1, 3, 5-9".
+std::string ranks_text(const std::vector<int> &ranks);
+// A wait's limit: "2.5 s".
+std::string seconds_text(double s);
+// Two ranks passed a collective different sizes (and, where `rooted`, maybe
+// different roots, named when known, >= 0): "rank 1 passed 48 bytes but rank
+// 0 passed 32 (every rank must pass the same size)".
+std::string size_mismatch(int a, uint64_t a_len, int b, uint64_t b_len, bool rooted = false, int a_root = -1,
+                          int b_root = -1);
 
 }  // namespace db::rt

@@ -1,5 +1,6 @@
 // The words messages share: one phrasing for each thing many messages say.
 #include <cstdint>
+#include <cstdio>
 
 #include "core/rt.hh"
 
@@ -25,6 +26,23 @@ std::string rank_list(const std::vector<int> &ranks) {
         i = j + 1;
     }
     return out;
+}
+
+std::string ranks_text(const std::vector<int> &ranks) {
+    return (ranks.size() > 1 ? "ranks " : "rank ") + rank_list(ranks);
+}
+
+std::string seconds_text(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g s", s);
+    return buf;
+}
+
+std::string size_mismatch(int a, uint64_t a_len, int b, uint64_t b_len, bool rooted, int a_root, int b_root) {
+    auto root = [](int r) { return r >= 0 ? " with root " + std::to_string(r) : std::string(); };
+    return "rank " + std::to_string(a) + " passed " + std::to_string(a_len) + " bytes" + root(a_root) + " but rank " +
+           std::to_string(b) + " passed " + std::to_string(b_len) + root(b_root) +
+           " (every rank must pass the same size" + (rooted ? " and root)" : ")");
 }
 
 }  // namespace db::rt

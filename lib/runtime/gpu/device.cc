@@ -20,12 +20,6 @@
 
 namespace db::rt::gpu {
 
-std::string seconds_text(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g s", s);
-    return buf;
-}
-
 std::string format_uuid(const std::array<uint8_t, 16> &u) {
     char s[48];
     std::snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],

@@ -48,9 +48,6 @@ std::pair<int, int> find_duplicate(const std::vector<std::array<uint8_t, 16>> &u
 // "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6".
 std::string format_uuid(const std::array<uint8_t, 16> &u);
 
-// A wait's limit for messages: "2.5 s".
-std::string seconds_text(double s);
-
 // The NUMA node of a PCI device from sysfs, -1 when unknown.
 int pci_numa_node(const std::string &bus_id);
 

@@ -16,10 +16,6 @@ namespace db::rt::tcp {
 
 namespace {
 
-Clock::duration secs_dur(double s) {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
 int ms_until(Clock::time_point t) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
     return ms <= 0 ? 0 : ms > 1000000 ? 1000000 : static_cast<int>(ms) + 1;
@@ -138,7 +134,7 @@ void Door::accept_all() {
             size_t oldest = 0;
             for (size_t i = 1; i < conns_.size(); i++)
                 if (conns_[i]->since < conns_[oldest]->since) oldest = i;
-            if (Clock::now() - conns_[oldest]->since < secs_dur(kEvictAge)) return;
+            if (Clock::now() - conns_[oldest]->since < to_duration(kEvictAge)) return;
             drop(oldest, "too many connections waiting to prove themselves, and it is the oldest");
         }
         int err;
@@ -148,7 +144,7 @@ void Door::accept_all() {
         c->peer = peer_of(s.fd());
         c->s = std::move(s);
         c->since = Clock::now();
-        c->until = c->since + secs_dur(me_.budget_s);
+        c->until = c->since + to_duration(me_.budget_s);
         c->in.start(kMaxHello, true);
         conns_.push_back(std::move(c));
     }
@@ -274,8 +270,8 @@ std::optional<Admitted> Door::next(const Deadline &d) {
         if (full) {
             Clock::time_point oldest = conns_[0]->since;
             for (const auto &c : conns_) oldest = std::min(oldest, c->since);
-            wake = std::min(wake, oldest + secs_dur(kEvictAge));
-            if (now >= oldest + secs_dur(kEvictAge)) full = false;
+            wake = std::min(wake, oldest + to_duration(kEvictAge));
+            if (now >= oldest + to_duration(kEvictAge)) full = false;
         }
         for (const auto &c : conns_) wake = std::min(wake, c->until);
         std::vector<pollfd> p;
@@ -498,7 +494,7 @@ class Dialer {
                 s.spoke = false;
                 s.trips = 0;
                 s.phase = DialState::Connecting;
-                s.until = std::min(d_.at, now + secs_dur(me_.budget_s));
+                s.until = std::min(d_.at, now + to_duration(me_.budget_s));
             } else if (s.phase != DialState::Wait && now >= s.until) {
                 failed(i,
                        s.phase == DialState::Connecting ? "cannot connect (the connection was not accepted in time)"

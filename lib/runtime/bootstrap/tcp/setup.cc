@@ -93,7 +93,7 @@ Addr TcpExchange::resolve_master(const Deadline &d) const {
             d);
         if (!got)
             fail(DISTBIND_ERR_TIMEOUT, "MASTER_ADDR=\"" + c_.master_addr + "\" did not resolve within " +
-                                           secs(c_.timeout_s) + ": the name service does not answer");
+                                           seconds_text(c_.timeout_s) + ": the name service does not answer");
         if (got->rc == 0) return got->a;
         if (got->rc != EAI_AGAIN || d.passed())
             fail(DISTBIND_ERR_ENV, "MASTER_ADDR=\"" + c_.master_addr +
@@ -124,8 +124,8 @@ std::string TcpExchange::no_shows(const std::vector<bool> &have, long dropped) c
     std::vector<int> missing;
     for (int r = 0; r < c_.world; r++)
         if (!have[r]) missing.push_back(r);
-    std::string msg = "set-up failed: rank" + std::string(missing.size() > 1 ? "s " : " ") + rank_list(missing) +
-                      " did not reach rank 0 at " + master() + " within " + secs(c_.timeout_s);
+    std::string msg = "set-up failed: " + ranks_text(missing) + " did not reach rank 0 at " + master() + " within " +
+                      seconds_text(c_.timeout_s);
     if (dropped)
         msg += "; " + std::to_string(dropped) +
                " connection(s) that did not prove they know this step's secret were dropped (ranks of "
@@ -263,7 +263,7 @@ void TcpExchange::register_with_root(const Addr &root, Register &reg, const std:
         // Something answered there, but not as this step's rank 0 would.
         bool stranger = !ds[0].answered.empty();
         fail(DISTBIND_ERR_TIMEOUT,
-             "could not register with " + where + " within " + secs(c_.timeout_s) + " (" +
+             "could not register with " + where + " within " + seconds_text(c_.timeout_s) + " (" +
                  (stranger ? ds[0].answered : ds[0].why) + "): " +
                  (stranger ? "the process listening on port " + std::to_string(c_.master_port) +
                                  " did not authenticate as this step's rank 0 (another program, or another step, holds "
@@ -332,10 +332,10 @@ std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt, c
         bool taken = !registration_ || (!registration_dropped(where) && !registration_);
         if (!taken)
             fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " did not take this rank's registration in within " +
-                                           secs(c_.timeout_s) + ": it is overloaded, or it failed");
+                                           seconds_text(c_.timeout_s) + ": it is overloaded, or it failed");
         fail(DISTBIND_ERR_TIMEOUT,
              "rank 0 at " + master() + " took this rank in but did not finish setting up the step within " +
-                 secs(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
+                 seconds_text(c_.timeout_s) + ": other ranks did not arrive or rank 0 failed (its error names them)");
     }
     registration_.close();
     int from = static_cast<int>(a->hello.client);
@@ -396,7 +396,8 @@ void TcpExchange::setup_child(const Deadline &d) {
     std::vector<Member> sub = await_subtree(std::move(lis), dt, where, [&] {
         if (d.passed())
             fail(DISTBIND_ERR_TIMEOUT, "rank 0 at " + master() + " did not take this rank's registration in within " +
-                                           secs(c_.timeout_s) + ": it dropped it unanswered (overloaded), or failed");
+                                           seconds_text(c_.timeout_s) +
+                                           ": it dropped it unanswered (overloaded), or failed");
         register_with_root(root, reg, where, d, nullptr);
     });
     connect_children(sub, dt);

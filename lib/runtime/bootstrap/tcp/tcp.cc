@@ -75,11 +75,9 @@ void TcpExchange::broadcast(void *buf, size_t len, int root) {
     Reader r(got);
     uint32_t their_root = r.u32(), their_len = r.u32();
     if (!r.ok() || their_root != static_cast<uint32_t>(root) || their_len != len || r.left() != len)
-        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 broadcast " + std::to_string(their_len) +
-                                      " bytes from rank " + std::to_string(their_root) + ", but rank " +
-                                      std::to_string(c_.rank) + " expected " + std::to_string(len) +
-                                      " bytes from rank " + std::to_string(root) +
-                                      " (every rank must pass the same size and root)");
+        spread(
+            DISTBIND_ERR_PEER,
+            what + " failed: " + size_mismatch(0, their_len, c_.rank, len, true, static_cast<int>(their_root), root));
     if (c_.rank != root && len) std::memcpy(buf, r.bytes(len), len);
 }
 
@@ -107,9 +105,7 @@ void TcpExchange::allgather(const void *send, size_t len, void *recv) {
     Reader r(got);
     uint32_t their_len = r.u32();
     if (!r.ok() || their_len != len || r.left() != static_cast<size_t>(c_.world) * len)
-        spread(DISTBIND_ERR_PEER, what + " failed: rank 0 gathered " + std::to_string(their_len) +
-                                      " bytes per rank but rank " + std::to_string(c_.rank) + " passed " +
-                                      std::to_string(len) + " (every rank must pass the same size)");
+        spread(DISTBIND_ERR_PEER, what + " failed: " + size_mismatch(0, their_len, c_.rank, len));
     if (len) std::memcpy(recv, r.bytes(r.left()), static_cast<size_t>(c_.world) * len);
 }
 
@@ -222,8 +218,7 @@ std::vector<uint8_t> TcpExchange::gather(Op op, const std::string &what, Clock::
     std::vector<int> missing, unreachable;
     size_t pending = nch;
     int depth = tree_.depth(c_.rank);
-    auto wait_end = t0 + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(c_.timeout_s - depth * margin()));
+    auto wait_end = t0 + to_duration(c_.timeout_s - depth * margin());
     Deadline dch{wait_end};
     // A message that begins to arrive before dch has until dmsg to finish:
     // the collective's own bound, not a fresh timeout per message.
@@ -293,10 +288,7 @@ std::vector<uint8_t> TcpExchange::take_up(const std::string &what, int ch, const
                                           uint64_t expected) {
     Up u;
     if (!decode(m.body, u)) lost(what, ch, {Io::Garbage, 0});
-    if (u.len != len)
-        spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " passed " + std::to_string(u.len) +
-                                      " bytes but rank " + std::to_string(c_.rank) + " passed " + std::to_string(len) +
-                                      " (every rank must pass the same size)");
+    if (u.len != len) spread(DISTBIND_ERR_PEER, what + " failed: " + size_mismatch(ch, u.len, c_.rank, len));
     std::string bad = check_up(u, expected);
     if (!bad.empty())
         spread(DISTBIND_ERR_PEER, what + " failed: rank " + std::to_string(ch) + " " + bad + " (seen by rank " +
@@ -308,11 +300,8 @@ std::vector<uint8_t> TcpExchange::take_up(const std::string &what, int ch, const
 void TcpExchange::report_missing(const std::string &what, std::vector<int> missing, std::vector<int> unreachable) {
     std::sort(missing.begin(), missing.end());
     std::sort(unreachable.begin(), unreachable.end());
-    std::string msg = what + " failed: rank" + (missing.size() > 1 ? "s " : " ") + rank_list(missing) +
-                      " did not arrive within " + secs(c_.timeout_s);
-    if (!unreachable.empty())
-        msg += " (rank" + std::string(unreachable.size() > 1 ? "s " : " ") + rank_list(unreachable) +
-               ", below them in the tree, could not report)";
+    std::string msg = what + " failed: " + ranks_text(missing) + " did not arrive within " + seconds_text(c_.timeout_s);
+    if (!unreachable.empty()) msg += " (" + ranks_text(unreachable) + ", below them in the tree, could not report)";
     if (c_.rank == 0) spread(DISTBIND_ERR_TIMEOUT, msg + " (seen by rank 0)");
     // Tell the parent who is missing, then wait for rank 0's verdict so
     // every rank fails with the same message.
@@ -339,7 +328,8 @@ std::vector<uint8_t> TcpExchange::down(Op op, const std::string &what, Clock::ti
             int at = wait_readable(fds, dmsg);
             if (at < 0)
                 spread(DISTBIND_ERR_TIMEOUT, what + " failed: no answer from rank 0 (through rank " +
-                                                 std::to_string(parent_.rank) + ") within " + secs(c_.timeout_s) +
+                                                 std::to_string(parent_.rank) + ") within " +
+                                                 seconds_text(c_.timeout_s) +
                                                  ": rank 0, or a rank between, did not arrive (seen by rank " +
                                                  std::to_string(c_.rank) + ")");
             Peer &from = at == 0 ? parent_ : children_[static_cast<size_t>(at - 1)];

@@ -133,12 +133,6 @@ struct Peer {
     Link link;
 };
 
-inline std::string secs(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g s", s);
-    return buf;
-}
-
 inline Deadline sooner(const Deadline &a, double s) {
     Deadline b = Deadline::in(s);
     return b.at < a.at ? b : a;
@@ -183,9 +177,7 @@ class TcpExchange final : public Exchange {
     void barrier_named(const char *name);
     // When a collective that began at t0 stops waiting for messages: its
     // timeout plus the grace that lets rank 0's verdict travel down.
-    Deadline message_deadline(Clock::time_point t0) const {
-        return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c_.timeout_s + grace_))};
-    }
+    Deadline message_deadline(Clock::time_point t0) const { return {t0 + to_duration(c_.timeout_s + grace_)}; }
     double margin() const;
 
     // ---- failing ----------------------------------------------------------
