@@ -2,9 +2,9 @@
 // (loaders.hh).
 #include "gpu/loaders.hh"
 
-#include <dlfcn.h>
-
 #include <mutex>
+
+#include "core/dl.hh"
 
 #ifndef DB_CUDA_HOME
 #define DB_CUDA_HOME "/usr/local/cuda"
@@ -26,24 +26,13 @@ std::vector<std::string> cudart_names(int major, const std::string &cuda_home) {
 
 namespace {
 
-// Try each name; keep every failure, so the message says why the first
-// (the runtime the headers belong to) did not load, not just the last.
-void *open_lib(const std::vector<std::string> &names, std::string &why) {
-    std::string tried;
-    for (const std::string &n : names) {
-        if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-        const char *e = dlerror();
-        tried += (tried.empty() ? "" : "; ") + std::string(e ? e : n + ": not loaded");
-    }
-    why = tried;
-    return nullptr;
-}
-
+// A function of the library: `why` says which one is missing, unless it
+// is optional (newer NCCLs only).
 template <typename T>
 bool sym(void *dl, T &out, const char *name, std::string &why, bool required = true) {
-    out = reinterpret_cast<T>(dlsym(dl, name));
-    if (!out && required) why = std::string("has no ") + name;
-    return out || !required;
+    if (find_sym(dl, out, name) || !required) return true;
+    why = std::string("has no ") + name;
+    return false;
 }
 
 }  // namespace
@@ -67,7 +56,7 @@ const Cudart *cudart(std::string &why) {
     static bool ok = false;
     static std::string reason;
     std::call_once(once, [] {
-        void *dl = open_lib(cudart_names(CUDART_VERSION / 1000, DB_CUDA_HOME), reason);
+        void *dl = open_first(cudart_names(CUDART_VERSION / 1000, DB_CUDA_HOME), RTLD_NOW | RTLD_LOCAL, reason);
         if (!dl) {
             reason = "cannot load libcudart: " + reason;
             return;
@@ -100,7 +89,8 @@ const Nccl *nccl(std::string &why) {
     static std::string reason;
     std::call_once(once, [] {
         std::string maj = std::to_string(NCCL_MAJOR);
-        void *dl = open_lib({"libnccl.so." + maj, "libnccl.so", DB_CUDA_HOME "/lib64/libnccl.so." + maj}, reason);
+        void *dl = open_first({"libnccl.so." + maj, "libnccl.so", DB_CUDA_HOME "/lib64/libnccl.so." + maj},
+                              RTLD_NOW | RTLD_LOCAL, reason);
         if (!dl) {
             reason = "cannot load libnccl: " + reason;
             return;
