@@ -9,8 +9,6 @@
 // be inside PMI2, which serves one thread at a time, so PMI2 is not used
 // again in the process.  PMI2 cannot say who is missing from a fence, so a
 // timeout says so and points to the bootstraps that can.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -20,7 +18,7 @@
 #include <optional>
 
 #include "bootstrap/pmi2.hh"
-#include "core/bounded.hh"
+#include "bootstrap/pmi_session.hh"
 #include "core/rt.hh"
 
 #ifdef DB_HAVE_PMI2
@@ -100,108 +98,66 @@ namespace {
 // Raw bytes per chunk: 4/3 of it stays well under PMI2_MAX_VALLEN.
 constexpr size_t kChunk = 600;
 
-struct Session {
-    void *dl = nullptr;
+const PmiLibrary kPmi2{"PMI2",
+                       "PMI2_Init",
+                       "Slurm's libpmi2",
+                       "libpmi2-0",
+                       "srun --mpi=pmi2",
+                       {"libpmi2.so.0", "libpmi2.so"},
+                       RTLD_NOW | RTLD_LOCAL};
+
+// The PMI2 client: one per process (pmi_session.hh).  PMI2 cannot be used
+// from two threads at once, so once a call timed out on a helper thread
+// (wedged), nothing may call it again.
+struct Session : PmiSession {
     decltype(&PMI2_Init) init = nullptr;
-    decltype(&PMI2_Finalize) finalize = nullptr;  // set once PMI2_Init succeeded
+    decltype(&PMI2_Finalize) finalize = nullptr;
     decltype(&PMI2_Job_GetId) job_id = nullptr;
     decltype(&PMI2_KVS_Put) put = nullptr;
     decltype(&PMI2_KVS_Fence) fence = nullptr;
     decltype(&PMI2_KVS_Get) get = nullptr;
     int rank = -1, size = 0;
     char job[256] = "";
-    // A helper thread may still be inside PMI2 (a call timed out).  PMI2
-    // cannot be used from two threads at once, so nothing may call it again.
-    std::atomic<bool> wedged{false};
-    std::string unusable;  // why it cannot serve, though connected (under g_mu)
     // Collective numbers are the process's, so keys of two handles never
     // collide; handles on different threads share it.
     std::atomic<uint32_t> seq{0};
-    ~Session() {
-        if (finalize && !wedged) finalize();
+
+    explicit Session(const PmiLibrary &lib) : PmiSession(lib) {
+        dl_ = load_library(lib);
+        need(init, "PMI2_Init");
+        need(finalize, "PMI2_Finalize");
+        need(job_id, "PMI2_Job_GetId");
+        need(put, "PMI2_KVS_Put");
+        need(fence, "PMI2_KVS_Fence");
+        need(get, "PMI2_KVS_Get");
     }
 };
 
-template <typename T>
-void sym(void *dl, T &out, const char *name) {
-    out = reinterpret_cast<T>(dlsym(dl, name));
-    if (!out) fail(DISTBIND_ERR_UNAVAILABLE, std::string("libpmi2 has no ") + name);
-}
+PmiClient<Session> g_client(kPmi2);
 
-std::mutex g_mu;
-// Kept for the life of the process (finalised at exit): Slurm's PMI2_Finalize
-// closes PMI_FD, after which PMI2_Init cannot connect again, so a handle
-// made after another was destroyed reuses the first connection.
-std::shared_ptr<Session> g_session;
-
-const char kWedged[] =
-    "PMI2 is unusable in this process: an earlier PMI2 call did not return within DIST_BIND_TIMEOUT and is "
-    "still running on a helper thread, and PMI2 cannot serve two threads at once; start a new process, or "
-    "use DIST_BIND_BOOTSTRAP=tcp";
-
-// One PMI2 client per process, shared by its handles.
 std::shared_ptr<Session> open_session(double timeout_s) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_session) {
-        if (g_session->wedged) fail(DISTBIND_ERR_STATE, kWedged);
-        if (!g_session->unusable.empty()) fail(DISTBIND_ERR_UNAVAILABLE, g_session->unusable);
-        return g_session;
-    }
-    auto s = std::make_shared<Session>();
-    s->dl = dlopen("libpmi2.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!s->dl) s->dl = dlopen("libpmi2.so", RTLD_NOW | RTLD_LOCAL);
-    if (!s->dl)
-        fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load Slurm's libpmi2 (install libpmi2-0 or use "
-                                                   "DIST_BIND_BOOTSTRAP=tcp): ") +
-                                           dlerror());
-    decltype(&PMI2_Finalize) finalize = nullptr;
-    sym(s->dl, s->init, "PMI2_Init");
-    sym(s->dl, finalize, "PMI2_Finalize");
-    sym(s->dl, s->job_id, "PMI2_Job_GetId");
-    sym(s->dl, s->put, "PMI2_KVS_Put");
-    sym(s->dl, s->fence, "PMI2_KVS_Fence");
-    sym(s->dl, s->get, "PMI2_KVS_Get");
-    // PMI2_Init talks to the step's server with no timeout of its own.
-    struct Started {
-        int init_rc, job_rc;
-    };
-    std::optional<Started> r = run_bounded<Started>(
-        [s] {
+    auto s = g_client.get(
+        timeout_s,
+        [](Session &x) {
             int spawned = 0, appnum = 0;
-            Started out{s->init(&spawned, &s->size, &s->rank, &appnum), PMI2_FAIL};
-            if (out.init_rc == PMI2_SUCCESS) out.job_rc = s->job_id(s->job, sizeof s->job);
-            return out;
+            int rc = x.init(&spawned, &x.size, &x.rank, &appnum);
+            if (rc != PMI2_SUCCESS) return PmiStarted{false, "PMI2_Init failed with code " + std::to_string(rc)};
+            // Connected but unusable without it: the connection stays (a
+            // second PMI2_Init could not make one) and every later handle
+            // hears why.
+            rc = x.job_id(x.job, sizeof x.job);
+            return PmiStarted{true, rc == PMI2_SUCCESS ? "" : "PMI2_Job_GetId failed with code " + std::to_string(rc)};
         },
-        Deadline::in(timeout_s));
-    if (!r) {
-        s->wedged = true;
-        g_session = s;
-        const std::string limit = seconds_text(timeout_s);
-        fail(DISTBIND_ERR_TIMEOUT,
-             "PMI2_Init did not return within " + limit + ": the step's PMI2 server (slurmstepd) does not answer");
-    }
-    if (r->init_rc != PMI2_SUCCESS)
-        fail(DISTBIND_ERR_UNAVAILABLE, "PMI2_Init failed with code " + std::to_string(r->init_rc) +
-                                           " (is this task started by srun --mpi=pmi2?)");
-    s->finalize = finalize;
-    g_session = s;
-    if (r->job_rc != PMI2_SUCCESS) {
-        // Connected but unusable: keep the connection (a second PMI2_Init
-        // could not make one) and tell every later handle too.
-        s->unusable = "PMI2_Job_GetId failed with code " + std::to_string(r->job_rc);
-        fail(DISTBIND_ERR_UNAVAILABLE, s->unusable);
-    }
-    debugf("pmi2: connected as rank %d of %d in %s", s->rank, s->size, s->job);
+        [](Session &x) { x.finalize(); });
+    if (s->wedged) fail(DISTBIND_ERR_STATE, g_client.unusable_after_timeout());
+    debugf("pmi2: this process is rank %d of %d in %s", s->rank, s->size, s->job);
     return s;
 }
 
 class Pmi2Exchange final : public Exchange {
   public:
     explicit Pmi2Exchange(const ExchangeConfig &c) : c_(c), s_(open_session(c.timeout_s)) {
-        if (s_->rank != c.rank || s_->size != c.world)
-            fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
-                                       " by its variables, but PMI2 says rank " + std::to_string(s_->rank) + " of " +
-                                       std::to_string(s_->size) + ": the variables do not belong to this step");
+        check_pmi_place(kPmi2, s_->rank, s_->size, c);
         begin("barrier");
         run(
             "the set-up check", [] { return Result(); }, true);
@@ -279,7 +235,7 @@ class Pmi2Exchange final : public Exchange {
     std::string begin(const char *kind) {
         if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
         // Another handle's collective timed out: its helper is still inside PMI2.
-        if (s_->wedged) fail(DISTBIND_ERR_STATE, kWedged);
+        if (s_->wedged) fail(DISTBIND_ERR_STATE, g_client.unusable_after_timeout());
         seq_ = ++s_->seq;
         deadline_ = Deadline::in(c_.timeout_s);
         return std::string(kind) + " #" + std::to_string(seq_);

@@ -10,8 +10,6 @@
 // is asked for directly (PMIx's direct modex): a rank that reached the
 // collective has put it, so the ranks whose key cannot be had are the ones
 // that never arrived.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <atomic>
@@ -23,7 +21,7 @@
 #include <string>
 
 #include "bootstrap/pmix.hh"
-#include "core/bounded.hh"
+#include "bootstrap/pmi_session.hh"
 #include "core/rt.hh"
 
 #ifdef DB_HAVE_PMIX
@@ -47,11 +45,19 @@ std::unique_ptr<Exchange> make_pmix(const ExchangeConfig &) {
 
 namespace {
 
-// The PMIx client: one per process, initialised once and finalised at exit.
-struct Session {
-    void *dl = nullptr;
+const PmiLibrary kPmix{"PMIx",
+                       "PMIx_Init",
+                       "libpmix",
+                       "libpmix2",
+                       "srun --mpi=pmix",
+                       {"libpmix.so.2", "libpmix.so"},
+                       // GLOBAL: PMIx's own plugins resolve symbols from libpmix.
+                       RTLD_NOW | RTLD_GLOBAL};
+
+// The PMIx client: one per process (pmi_session.hh).
+struct Session : PmiSession {
     decltype(&PMIx_Init) init = nullptr;
-    decltype(&PMIx_Finalize) finalize = nullptr;  // set once PMIx_Init succeeded
+    decltype(&PMIx_Finalize) finalize = nullptr;
     decltype(&PMIx_Get) get = nullptr;
     decltype(&PMIx_Get_nb) get_nb = nullptr;
     decltype(&PMIx_Put) put = nullptr;
@@ -60,78 +66,37 @@ struct Session {
     decltype(&PMIx_Error_string) error_string = nullptr;
     decltype(&PMIx_Value_destruct) value_destruct = nullptr;
     pmix_proc_t me{};
-    // A fence that never completed may still call back; then PMIx must not
-    // be finalised under it.
-    std::atomic<bool> wedged{false};
 
-    ~Session() {
-        if (finalize && !wedged) finalize(nullptr, 0);
+    explicit Session(const PmiLibrary &lib) : PmiSession(lib) {
+        dl_ = load_library(lib);
+        need(init, "PMIx_Init");
+        need(finalize, "PMIx_Finalize");
+        need(get, "PMIx_Get");
+        need(get_nb, "PMIx_Get_nb");
+        need(put, "PMIx_Put");
+        need(commit, "PMIx_Commit");
+        need(fence_nb, "PMIx_Fence_nb");
+        need(error_string, "PMIx_Error_string");
+        need(value_destruct, "PMIx_Value_destruct");
     }
     std::string err(pmix_status_t rc) const { return error_string ? error_string(rc) : std::to_string(rc); }
 };
 
-std::mutex g_mu;
-// Kept for the life of the process, like PMI2's: a handle made after
-// another was destroyed reuses the connection.  Finalising and initialising
-// again races with the other ranks: a server that sees a client finalise
-// drops it from the collectives under way, so the first fence of a rank
-// that is already on its second handle could complete without the slow
-// one or hang (openpmix issue 3931; seen here on Slurm 24.11's PMIx 5.0).
-std::shared_ptr<Session> g_session;
+PmiClient<Session> g_client(kPmix);
 // Collective numbers are the process's, so keys of two handles never
 // collide (the server still holds what an earlier handle put); handles on
 // different threads share it.
 std::atomic<uint32_t> g_seq{0};
-// PMIx_Init did not return in time: a helper thread may still be inside it.
-bool g_init_stuck = false;
-
-template <typename T>
-void sym(void *dl, T &out, const char *name) {
-    out = reinterpret_cast<T>(dlsym(dl, name));
-    if (!out) fail(DISTBIND_ERR_UNAVAILABLE, std::string("libpmix has no ") + name);
-}
 
 std::shared_ptr<Session> session(double timeout_s) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_session) return g_session;
-    if (g_init_stuck)
-        fail(DISTBIND_ERR_STATE,
-             "PMIx is unusable in this process: an earlier PMIx_Init did not return within "
-             "DIST_BIND_TIMEOUT and may still be running; start a new process, or use "
-             "DIST_BIND_BOOTSTRAP=tcp");
-    auto s = std::make_shared<Session>();
-    // GLOBAL: PMIx's own plugins resolve symbols from libpmix.
-    s->dl = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
-    if (!s->dl) s->dl = dlopen("libpmix.so", RTLD_NOW | RTLD_GLOBAL);
-    if (!s->dl)
-        fail(DISTBIND_ERR_UNAVAILABLE, std::string("cannot load libpmix (install libpmix2 or use "
-                                                   "DIST_BIND_BOOTSTRAP=tcp): ") +
-                                           dlerror());
-    decltype(&PMIx_Finalize) finalize = nullptr;
-    sym(s->dl, s->init, "PMIx_Init");
-    sym(s->dl, finalize, "PMIx_Finalize");
-    sym(s->dl, s->get, "PMIx_Get");
-    sym(s->dl, s->get_nb, "PMIx_Get_nb");
-    sym(s->dl, s->put, "PMIx_Put");
-    sym(s->dl, s->commit, "PMIx_Commit");
-    sym(s->dl, s->fence_nb, "PMIx_Fence_nb");
-    sym(s->dl, s->error_string, "PMIx_Error_string");
-    sym(s->dl, s->value_destruct, "PMIx_Value_destruct");
-    // PMIx_Init talks to the local server with no timeout of its own.
-    std::optional<pmix_status_t> rc =
-        run_bounded<pmix_status_t>([s] { return s->init(&s->me, nullptr, 0); }, Deadline::in(timeout_s));
-    if (!rc) {
-        g_init_stuck = true;
-        const std::string limit = seconds_text(timeout_s);
-        fail(DISTBIND_ERR_TIMEOUT,
-             "PMIx_Init did not return within " + limit + ": the step's PMIx server (slurmstepd) does not answer");
-    }
-    if (*rc != PMIX_SUCCESS)
-        fail(DISTBIND_ERR_UNAVAILABLE,
-             "PMIx_Init failed: " + s->err(*rc) + " (is this task started by srun --mpi=pmix?)");
-    s->finalize = finalize;
-    debugf("pmix: connected as %s rank %u", s->me.nspace, s->me.rank);
-    g_session = s;
+    auto s = g_client.get(
+        timeout_s,
+        [](Session &x) {
+            pmix_status_t rc = x.init(&x.me, nullptr, 0);
+            return rc == PMIX_SUCCESS ? PmiStarted{true, ""} : PmiStarted{false, "PMIx_Init failed: " + x.err(rc)};
+        },
+        [](Session &x) { x.finalize(nullptr, 0); });
+    debugf("pmix: this process is %s rank %u", s->me.nspace, s->me.rank);
     return s;
 }
 
@@ -239,10 +204,7 @@ class PmixExchange final : public Exchange {
   public:
     explicit PmixExchange(const ExchangeConfig &c) : c_(c), s_(session(c.timeout_s)) {
         uint32_t world = static_cast<uint32_t>(get_uint(*s_, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, c.timeout_s));
-        if (s_->me.rank != static_cast<uint32_t>(c.rank) || world != static_cast<uint32_t>(c.world))
-            fail(DISTBIND_ERR_ENV, "this task is rank " + std::to_string(c.rank) + " of " + std::to_string(c.world) +
-                                       " by its variables, but PMIx says rank " + std::to_string(s_->me.rank) + " of " +
-                                       std::to_string(world) + ": the variables do not belong to this step");
+        check_pmi_place(kPmix, static_cast<int>(s_->me.rank), static_cast<int>(world), c);
         barrier_named("the set-up check");
     }
 
