@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/rt.hh"
@@ -21,6 +22,24 @@ class Exchange {
     virtual void barrier() = 0;
     virtual long peak_connections() const { return 0; }
 };
+
+// Exchange's promise that after one failure every later collective fails
+// at once with the same message: what a bootstrap keeps of its first.
+class Broken {
+  public:
+    // STATE when a collective failed earlier.
+    void check() const;
+    // Remember msg as the exchange's failure and throw it.
+    [[noreturn]] void fail(distbind_status st, const std::string &msg);
+    // Remember the failure f, which the caller is about to rethrow.
+    void remember(const Failure &f) { why_ = f.what(); }
+
+  private:
+    std::string why_;
+};
+
+// A collective as messages name it: "barrier #4".
+std::string collective_name(const char *kind, uint32_t seq);
 
 // What a bootstrap is made with.
 struct ExchangeConfig {

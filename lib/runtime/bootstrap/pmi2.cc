@@ -225,7 +225,7 @@ class Pmi2Exchange final : public Exchange {
     std::shared_ptr<Session> s_;
     uint32_t seq_ = 0;     // this collective's number (from the session)
     Deadline deadline_{};  // this collective's: every run() of it shares it
-    std::string broken_;
+    Broken broken_;
 
     static Bytes copy(const void *p, size_t n) {
         const uint8_t *b = static_cast<const uint8_t *>(p);
@@ -233,12 +233,12 @@ class Pmi2Exchange final : public Exchange {
     }
 
     std::string begin(const char *kind) {
-        if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+        broken_.check();
         // Another handle's collective timed out: its helper is still inside PMI2.
         if (s_->wedged) fail(DISTBIND_ERR_STATE, g_client.unusable_after_timeout());
         seq_ = ++s_->seq;
         deadline_ = Deadline::in(c_.timeout_s);
-        return std::string(kind) + " #" + std::to_string(seq_);
+        return collective_name(kind, seq_);
     }
 
     // What a helper thread needs, by value.
@@ -320,25 +320,22 @@ class Pmi2Exchange final : public Exchange {
                 },
                 deadline_);
         } catch (const Failure &f) {
-            broken_ = f.what();
+            broken_.remember(f);
             throw;
         } catch (const std::exception &e) {
             // What the helper thread threw (out of memory, most likely).
-            broken_ = what + " failed: " + e.what();
-            fail(DISTBIND_ERR_INTERNAL, broken_);
+            broken_.fail(DISTBIND_ERR_INTERNAL, what + " failed: " + e.what());
         }
         if (!res) {
             s_->wedged = true;
             const std::string limit = seconds_text(c_.timeout_s);
-            broken_ =
-                what + " failed: not every rank arrived within " + limit + " (seen by rank " + std::to_string(c_.rank) +
-                "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix name them)";
-            fail(DISTBIND_ERR_TIMEOUT, broken_);
+            broken_.fail(DISTBIND_ERR_TIMEOUT,
+                         what + " failed: not every rank arrived within " + limit + " (seen by rank " +
+                             std::to_string(c_.rank) +
+                             "; PMI2 cannot tell which ranks are missing: DIST_BIND_BOOTSTRAP=tcp or srun --mpi=pmix "
+                             "name them)");
         }
-        if (res->st != DISTBIND_OK) {
-            broken_ = res->msg;
-            fail(res->st, res->msg);
-        }
+        if (res->st != DISTBIND_OK) broken_.fail(res->st, res->msg);
     }
 };
 

@@ -95,7 +95,8 @@ class PmiClient {
         }
         if (init_stuck_) fail(DISTBIND_ERR_STATE, unusable_after_timeout());
         auto s = std::make_shared<S>(lib_);
-        std::optional<PmiStarted> r = run_bounded<PmiStarted>([s, start] { return start(*s); }, Deadline::in(timeout_s));
+        std::optional<PmiStarted> r =
+            run_bounded<PmiStarted>([s, start] { return start(*s); }, Deadline::in(timeout_s));
         if (!r) {
             init_stuck_ = true;
             fail(DISTBIND_ERR_TIMEOUT, std::string(lib_.init_call) + " did not return within " +

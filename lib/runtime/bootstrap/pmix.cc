@@ -238,22 +238,19 @@ class PmixExchange final : public Exchange {
     ExchangeConfig c_;
     std::shared_ptr<Session> s_;
     uint32_t seq_ = 0;  // this collective's number (g_seq)
-    std::string broken_;
+    Broken broken_;
 
     std::string begin(const char *kind) {
-        if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+        broken_.check();
         seq_ = ++g_seq;
-        return std::string(kind) + " #" + std::to_string(seq_);
+        return collective_name(kind, seq_);
     }
 
     std::string key() const { return "distbind." + std::to_string(seq_); }
 
     Clock::time_point deadline() const { return Clock::now() + to_duration(c_.timeout_s); }
 
-    [[noreturn]] void broken(distbind_status st, const std::string &msg) {
-        broken_ = msg;
-        fail(st, msg);
-    }
+    [[noreturn]] void broken(distbind_status st, const std::string &msg) { broken_.fail(st, msg); }
 
     void barrier_named(const char *name) {
         std::string what = begin("barrier");

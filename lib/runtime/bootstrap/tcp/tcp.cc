@@ -110,7 +110,7 @@ void TcpExchange::allgather(const void *send, size_t len, void *recv) {
 }
 
 TcpExchange::Op TcpExchange::begin(uint16_t kind) {
-    if (!broken_.empty()) fail(DISTBIND_ERR_STATE, "the exchange failed earlier: " + broken_);
+    broken_.check();
     Op op{kind, ++seq_};
     // A neighbour that failed while this rank was away left word (or
     // hung up): report that, not whatever this collective would trip on.
@@ -132,7 +132,7 @@ void TcpExchange::check_pending(Peer &p, const std::string &what) {
 
 std::string TcpExchange::label(Op op, const char *name) const {
     if (name) return name;
-    return std::string(op_name(op.first)) + " #" + std::to_string(op.second);
+    return collective_name(op_name(op.first), op.second);
 }
 
 void TcpExchange::barrier_named(const char *name) {
@@ -160,8 +160,7 @@ void TcpExchange::spread(distbind_status st, const std::string &msg, int except)
     };
     tell(parent_);
     for (Peer &ch : children_) tell(ch);
-    broken_ = msg;
-    fail(st, msg);
+    broken_.fail(st, msg);
 }
 
 void TcpExchange::on_abort(const Message &m, int from) {
@@ -199,7 +198,7 @@ void TcpExchange::unsent(const std::string &what, int who, const IoResult &r) {
 
 void TcpExchange::mismatch(const std::string &what, int who, const Message &m) {
     std::string theirs = m.type == Msg::Up || m.type == Msg::Down
-                             ? std::string(op_name(m.op)) + " #" + std::to_string(m.seq)
+                             ? collective_name(op_name(m.op), m.seq)
                              : "message type " + std::to_string(static_cast<int>(m.type));
     spread(DISTBIND_ERR_PEER,
            what + " failed: rank " + std::to_string(who) + " sent " + theirs + " instead (seen by rank " +

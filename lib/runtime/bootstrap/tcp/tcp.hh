@@ -162,7 +162,7 @@ class TcpExchange final : public Exchange {
     Peer parent_;
     std::vector<Peer> children_;
     uint32_t seq_ = 0;
-    std::string broken_;
+    Broken broken_;
     // With a secret: the connection this rank registered over, until rank
     // 0's answer on it is read (handshake.hh), and its reader.
     Socket registration_;
