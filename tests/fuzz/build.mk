@@ -13,7 +13,7 @@ FUZZ_INC     := -Ilib/common -Ilib/plan -Ilib/topo -Itests/fuzz $(HWLOC_CFLAGS) 
 
 # What the harnesses reach: the common parsers, the plan, the topology, the runtime's decoders
 # (wire, auth, rank lists, PMI2's encoding).
-FUZZ_RT      := bootstrap/tcp/wire bootstrap/tcp/auth core/secret core/env core/debug core/deadline core/words core/dl bootstrap/pmi2 bootstrap/pmi_session bootstrap/exchange
+FUZZ_RT      := bootstrap/tcp/wire bootstrap/tcp/auth core/secret core/words bootstrap/pmi2_encoding
 FUZZ_SRC     := $(COMMON_SRC) $(PLAN_SRC) $(TOPO_SRC) $(patsubst %,lib/runtime/%.cc,$(FUZZ_RT))
 FUZZ_OBJ     := $(patsubst %.cc,$(B)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_LIBS    := $(HWLOC_LIBS) -lsodium -ldl -pthread
