@@ -14,20 +14,26 @@
 
 namespace db::rt::tcp {
 
+// A one-way Abort: the rank listening at `addr` checks rank 0's proof over
+// the nonce it announced; rank 0 does not wait for the rank's.
+Dial TcpExchange::abort_dial(int rank, const Addr &addr, const auth::Nonce *announced,
+                             const std::vector<uint8_t> &abort) {
+    Dial x;
+    x.rank = rank;
+    x.addr = addr;
+    x.announced = announced;
+    x.first = abort;
+    x.verify = false;
+    return x;
+}
+
 void TcpExchange::abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                                    const std::string &msg) {
     std::vector<uint8_t> abort = frame(Msg::Abort, 0, 0, encode(Verdict{st, msg}));
     std::vector<Dial> ds;
-    for (size_t r = 1; r < reg.size(); r++) {
-        if (!have[r] || reg[r].addr.port == 0) continue;
-        Dial x;
-        x.rank = static_cast<int>(r);
-        x.addr = reg[r].addr;
-        x.announced = &reg[r].nonce;
-        x.first = abort;
-        x.verify = false;  // one way: the rank checks rank 0's proof
-        ds.push_back(std::move(x));
-    }
+    for (size_t r = 1; r < reg.size(); r++)
+        if (have[r] && reg[r].addr.port != 0)
+            ds.push_back(abort_dial(static_cast<int>(r), reg[r].addr, &reg[r].nonce, abort));
     // Best effort: whoever cannot be told times out, naming rank 0's wait.
     dial(ds, cred_, Deadline::in(std::min(5.0, grace_)), false);
 }
@@ -44,12 +50,9 @@ void TcpExchange::answer(Admitted &a, Msg type, const Verdict &v, const Deadline
     send_all(a.sock.fd(), out, d);
     Register x;
     if (!cred_.key || type == Msg::Welcome || !decode(a.first.body, x) || x.listener.port == 0) return;
-    std::vector<Dial> ds(1);
-    ds[0].rank = static_cast<int>(a.hello.client);
-    ds[0].addr = x.listener;
-    ds[0].announced = &x.nonce;
-    ds[0].first = frame(Msg::Abort, 0, 0, encode(v));
-    ds[0].verify = false;  // one way: the rank checks rank 0's proof
+    std::vector<Dial> ds;
+    ds.push_back(
+        abort_dial(static_cast<int>(a.hello.client), x.listener, &x.nonce, frame(Msg::Abort, 0, 0, encode(v))));
     dial(ds, cred_, d, false);
 }
 
@@ -66,6 +69,13 @@ void TcpExchange::turn_away(Door &door, std::vector<bool> told, const Deadline &
             left--;
         }
     }
+}
+
+void TcpExchange::need_master() const {
+    const char *role = c_.rank == 0 ? "rank 0 of the TCP bootstrap listens on MASTER_ADDR:MASTER_PORT"
+                                    : "the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT";
+    const char *unset = c_.master_addr.empty() ? "MASTER_ADDR" : !c_.master_port ? "MASTER_PORT" : nullptr;
+    if (unset) fail(DISTBIND_ERR_ENV, std::string(unset) + " is not set (" + role + "; srun --dist-bind sets both)");
 }
 
 Addr TcpExchange::resolve_master(const Deadline &d) const {
@@ -156,13 +166,7 @@ std::string TcpExchange::refusal(const Admitted &a, Register &x, const std::vect
 }
 
 void TcpExchange::setup_root(const Deadline &d) {
-    if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV,
-             "MASTER_ADDR is not set (rank 0 of the TCP bootstrap listens on the address it names; "
-             "srun --dist-bind sets it)");
-    if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV,
-             "MASTER_PORT is not set (rank 0 of the TCP bootstrap listens on it; srun --dist-bind sets it)");
+    need_master();
     // Only on the address the other ranks are told to use.
     Addr at = resolve_master(d);
     Socket lis = listen_as_root(at);
@@ -270,15 +274,7 @@ void TcpExchange::register_with_root(const Addr &root, Register &reg, const std:
                                  "MASTER_PORT)"
                            : "rank 0 is not running, has failed, or listens elsewhere"));
     }
-    Message &m = ds[0].reply;
-    if (m.type == Msg::Reject) {
-        Verdict v;
-        if (!decode(m.body, v)) v = Verdict{DISTBIND_ERR_PEER, where + " refused this rank, with a malformed reason"};
-        fail(v.status, v.text);
-    }
-    Welcome w;
-    if (m.type != Msg::Welcome || !decode(m.body, w)) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
-    tree_.k = w.fanout;
+    tree_.k = take_answer(ds[0].reply.type, ds[0].reply.body, where).fanout;
     trips_registering_ = ds[0].trips;
     // With a secret that Welcome was rank 0's greeting; its answer to the
     // registration follows the proof, and is left unread for now.
@@ -296,14 +292,20 @@ bool TcpExchange::registration_dropped(const std::string &where) {
         registration_.close();
         return true;
     }
-    Msg type = answer_in_.header().type;
-    Verdict v;
-    if (type == Msg::Reject && !decode(answer_in_.body(), v))
-        v = Verdict{DISTBIND_ERR_PEER, where + " refused this rank, with a malformed reason"};
     registration_.close();
-    if (type == Msg::Reject) fail(v.status, v.text);
-    if (type != Msg::Welcome) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
+    take_answer(answer_in_.header().type, answer_in_.body(), where);
     return false;
+}
+
+Welcome TcpExchange::take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where) {
+    Verdict v;
+    if (type == Msg::Reject) {
+        if (!decode(body, v)) v = Verdict{DISTBIND_ERR_PEER, where + " refused this rank, with a malformed reason"};
+        fail(v.status, v.text);
+    }
+    Welcome w;
+    if (type != Msg::Welcome || !decode(body, w)) fail(DISTBIND_ERR_PEER, where + " sent a malformed answer");
+    return w;
 }
 
 std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt, const std::string &where,
@@ -339,12 +341,8 @@ std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt, c
     }
     registration_.close();
     int from = static_cast<int>(a->hello.client);
-    if (a->first.type == Msg::Abort) {
-        Verdict v;
-        if (!decode(a->first.body, v))
-            v = Verdict{DISTBIND_ERR_PEER, "rank " + std::to_string(from) + " failed and sent an unreadable message"};
-        fail(v.status, v.text);
-    }
+    // No link is up yet: the abort fails this rank only.
+    if (a->first.type == Msg::Abort) on_abort(a->first, from);
     Subtree t;
     std::vector<int> want = tree_.preorder(c_.rank);
     bool ok = from == parent && a->hello.world == static_cast<uint32_t>(c_.world) &&
@@ -363,14 +361,7 @@ std::vector<Member> TcpExchange::await_subtree(Socket lis, const Deadline &dt, c
 }
 
 void TcpExchange::setup_child(const Deadline &d) {
-    if (c_.master_addr.empty())
-        fail(DISTBIND_ERR_ENV,
-             "MASTER_ADDR is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-             "srun --dist-bind sets both)");
-    if (!c_.master_port)
-        fail(DISTBIND_ERR_ENV,
-             "MASTER_PORT is not set (the TCP bootstrap connects to rank 0 at MASTER_ADDR:MASTER_PORT; "
-             "srun --dist-bind sets both)");
+    need_master();
     Addr root = resolve_master(d);
     std::string where = "rank 0 at " + master() + " (MASTER_ADDR:MASTER_PORT)";
     Socket lis;

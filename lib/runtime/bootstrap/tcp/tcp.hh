@@ -214,9 +214,14 @@ class TcpExchange final : public Exchange {
     std::string master() const { return c_.master_addr + ":" + std::to_string(c_.master_port); }
     // MASTER_ADDR:MASTER_PORT as an address (getaddrinfo, bounded by d).
     Addr resolve_master(const Deadline &d) const;
+    // TCP needs MASTER_ADDR and MASTER_PORT (rank 0 listens there, the
+    // others connect there).
+    void need_master() const;
     // Rank 0 stops the set-up: every registered rank hears why, directly.
     void abort_registered(const std::vector<Member> &reg, const std::vector<bool> &have, distbind_status st,
                           const std::string &msg);
+    // A one-way Abort to the rank listening at addr (it checks rank 0's proof).
+    static Dial abort_dial(int rank, const Addr &addr, const auth::Nonce *announced, const std::vector<uint8_t> &abort);
     // Rank 0's answer to a registration (Welcome or Reject; setup.cc).
     void answer(Admitted &a, Msg type, const Verdict &v, const Deadline &d);
     // After a failed set-up, answer the ranks still registering with the
@@ -248,6 +253,9 @@ class TcpExchange final : public Exchange {
     // after its challenge: a full door, the time budget), false when it
     // welcomed this rank or has not answered yet; a refusal fails here.
     bool registration_dropped(const std::string &where);
+    // Rank 0's answer to this rank's registration: its Welcome, or the
+    // failure it names (Reject) or a malformed one.
+    static Welcome take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where);
     // Wait for the parent to hand over this rank's subtree (or rank 0 to
     // abort the set-up); links the parent.  While it waits, a registration
     // rank 0 dropped is made again (register_again).
