@@ -75,37 +75,43 @@ CHECK_LIBS  = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 #   $(B)/tsan/    ThreadSanitizer
 #   $(B)/sancov/  ASan+UBSan, each basic block counted (tests/unit/build.mk)
 # A component sets FLAGS.<its folder> (include paths, defines) and may add
-# SANFLAGS.<folder> for the test kinds only.  Every object depends on every
-# project header ($(ALL_HDR)): coarse, never stale.
+# SANFLAGS.<folder> for the test kinds only.  Every object depends on the
+# headers its source includes, as the compiler found them: DEPFLAGS writes
+# a .d file beside each object (-MMD; -MP: a header that is gone stops
+# nothing), and the last lines of this file read them.  A program compiled
+# and linked in one command writes $@.d (DEPFLAGS_ONE; one source only:
+# with several, the file holds the last one's).  The version header is
+# generated, so every object also waits for it.
 DIRFLAGS    = $(FLAGS.$(<D))
 SANDIRFLAGS = $(FLAGS.$(<D)) $(SANFLAGS.$(<D))
 VERSION_H  := $(B)/include/distbind_version.h
-ALL_HDR     = $(wildcard lib/*/*.h lib/*/*.hh lib/runtime/*/*.hh lib/runtime/*/*/*.hh lib/runtime/include/*.h spank/*.h tools/*.hh) $(VERSION_H)
+DEPFLAGS    = -MMD -MP
+DEPFLAGS_ONE = -MMD -MP -MF $@.d
 
-$(B)/pic/%.o: %.cc $(ALL_HDR)
+$(B)/pic/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) $(DIRFLAGS) -c $< -o $@
-$(B)/pic/%.o: %.c $(ALL_HDR)
+	$(CXX) $(CXXFLAGS_ALL) $(DIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/pic/%.o: %.c $(VERSION_H)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(DIRFLAGS) -c $< -o $@
-$(B)/san/%.o: %.cc $(ALL_HDR)
+	$(CC) $(CFLAGS_ALL) $(DIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/san/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(SAN_CXX) $(SANDIRFLAGS) -c $< -o $@
-$(B)/san/%.o: %.c $(ALL_HDR)
+	$(SAN_CXX) $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/san/%.o: %.c $(VERSION_H)
 	@mkdir -p $(@D)
-	$(SAN_CC) $(SANDIRFLAGS) -c $< -o $@
-$(B)/sanpic/%.o: %.cc $(ALL_HDR)
+	$(SAN_CC) $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/sanpic/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(SAN_CXX) -fPIC -fvisibility=hidden $(SANDIRFLAGS) -c $< -o $@
-$(B)/sanpic/%.o: %.c $(ALL_HDR)
+	$(SAN_CXX) -fPIC -fvisibility=hidden $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/sanpic/%.o: %.c $(VERSION_H)
 	@mkdir -p $(@D)
-	$(SAN_CC) -fPIC $(SANDIRFLAGS) -c $< -o $@
-$(B)/tsan/%.o: %.cc $(ALL_HDR)
+	$(SAN_CC) -fPIC $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/tsan/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(TSAN_CXX) $(SANDIRFLAGS) -c $< -o $@
-$(B)/tsan/%.o: %.c $(ALL_HDR)
+	$(TSAN_CXX) $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
+$(B)/tsan/%.o: %.c $(VERSION_H)
 	@mkdir -p $(@D)
-	$(TSAN_CC) $(SANDIRFLAGS) -c $< -o $@
+	$(TSAN_CC) $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # objs KIND, SOURCES: the objects of those sources in that kind's folder.
 objs = $(patsubst %.c,$(B)/$(1)/%.o,$(patsubst %.cc,$(B)/$(1)/%.o,$(2)))
@@ -179,3 +185,8 @@ install: $(INSTALL_TARGETS)
 
 clean:
 	rm -rf $(B)
+
+# The headers each object was built from (DEPFLAGS above); none before the
+# first build.
+DEP_FILES := $(shell find $(addprefix $(B)/,pic san sanpic tsan sancov testpic fuzz tests rt-tests) -name '*.d' 2>/dev/null)
+-include $(DEP_FILES)

@@ -22,9 +22,9 @@ TOPO_TEST_XML := $(abspath tests/topology/xml)
 
 # node.cc as the lab's closest test runs it: shipped flags, but it reads the
 # test knobs (spank/build.mk's test plugin).
-$(B)/testpic/lib/topo/node.o: lib/topo/node.cc $(ALL_HDR)
+$(B)/testpic/lib/topo/node.o: lib/topo/node.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_ALL) $(FLAGS.lib/topo) -DDB_TEST_KNOBS -c $< -o $@
+	$(CXX) $(CXXFLAGS_ALL) $(FLAGS.lib/topo) -DDB_TEST_KNOBS $(DEPFLAGS) -c $< -o $@
 
 $(TOPO_LIB): $(TOPO_PIC) $(PLAN_PIC) $(COMMON_PIC)
 	@rm -f $@

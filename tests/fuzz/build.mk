@@ -18,21 +18,22 @@ FUZZ_SRC     := $(COMMON_SRC) $(PLAN_SRC) $(TOPO_SRC) $(patsubst %,lib/runtime/%
 FUZZ_OBJ     := $(patsubst %.cc,$(B)/fuzz/obj/%.o,$(FUZZ_SRC))
 FUZZ_LIBS    := $(HWLOC_LIBS) -lsodium -ldl -pthread
 
-$(B)/fuzz/obj/%.o: %.cc $(ALL_HDR)
+$(B)/fuzz/obj/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer-no-link $(FUZZ_INC) $(RT_FLAGS) -DDB_TEST_KNOBS -c $< -o $@
+	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer-no-link $(FUZZ_INC) $(RT_FLAGS) -DDB_TEST_KNOBS $(DEPFLAGS) -c $< -o $@
 $(B)/fuzz/%: tests/fuzz/fuzz_%.cc tests/fuzz/fuzz.hh $(FUZZ_OBJ)
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer $(FUZZ_INC) $(RT_FLAGS) $< $(FUZZ_OBJ) -o $@ $(FUZZ_LIBS)
+	$(FUZZ_CXX) -std=c++17 -O1 -g $(SAN) -fsanitize=fuzzer $(FUZZ_INC) $(RT_FLAGS) $(DEPFLAGS_ONE) $< $(FUZZ_OBJ) -o $@ $(FUZZ_LIBS)
 
 # The replay drivers: the same harnesses, the sanitized objects make check
-# already builds, and tests/fuzz/replay.cc for main().
+# already builds, and tests/fuzz/replay.cc for main() (named first: the
+# harness's headers are the ones $@.d keeps).
 FUZZ_REPLAY_OBJ := $(COMMON_SAN) $(PLAN_SAN) $(TOPO_SAN) $(patsubst %,$(B)/san/lib/runtime/%.o,$(FUZZ_RT))
-$(B)/tests/unit_fuzz_%: tests/fuzz/fuzz_%.cc tests/fuzz/replay.cc tests/fuzz/fuzz.hh $(ALL_HDR) $(FUZZ_REPLAY_OBJ)
+$(B)/tests/unit_fuzz_%: tests/fuzz/fuzz_%.cc tests/fuzz/replay.cc tests/fuzz/fuzz.hh $(VERSION_H) $(FUZZ_REPLAY_OBJ)
 	@mkdir -p $(@D)
-	$(SAN_CXX) $(FUZZ_INC) $(RT_FLAGS) \
+	$(SAN_CXX) $(FUZZ_INC) $(RT_FLAGS) $(DEPFLAGS_ONE) \
 	    -DFUZZ_DIRS='"$(abspath tests/fuzz/corpus/$*):$(abspath tests/fuzz/repro/$*)"' \
-	    tests/fuzz/fuzz_$*.cc tests/fuzz/replay.cc $(FUZZ_REPLAY_OBJ) -o $@ $(FUZZ_LIBS)
+	    tests/fuzz/replay.cc tests/fuzz/fuzz_$*.cc $(FUZZ_REPLAY_OBJ) -o $@ $(FUZZ_LIBS)
 TEST_BINS += $(patsubst %,$(B)/tests/unit_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: fuzz

@@ -13,12 +13,12 @@
 # their exact types (CUDA_HOME, as the library's GPU parts).
 
 # GPU tests: plain programs against the shared library; exit 77 without a GPU.
-$(B)/tests/gpu_%: tests/gpu/%.c $(ALL_HDR) $(RT_LIB)
+$(B)/tests/gpu_%: tests/gpu/%.c $(VERSION_H) $(RT_LIB)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
-$(B)/rt-tests/gpu_%: tests/gpu/helpers/%.c $(ALL_HDR) $(RT_LIB)
+	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $(DEPFLAGS_ONE) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
+$(B)/rt-tests/gpu_%: tests/gpu/helpers/%.c $(VERSION_H) $(RT_LIB)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
+	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $(DEPFLAGS_ONE) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
 RT_GPU_TESTS := $(patsubst tests/gpu/%.c,$(B)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
                 $(patsubst tests/gpu/helpers/%.c,$(B)/rt-tests/gpu_%,$(wildcard tests/gpu/helpers/*.c))
 TEST_BINS += $(RT_GPU_TESTS)

@@ -35,9 +35,9 @@ $(B)/tests/unit_test_check_rows: $(B)/san/tests/unit/test_check_rows.o $(B)/san/
 # dist-bind-check's table and verdict at scale: the tool's objects once more
 # with every basic block counted (-fsanitize-coverage=trace-pc; the counter
 # is in check_scale_hooks.cc), the test's measure of work.
-$(B)/sancov/%.o: %.cc $(ALL_HDR)
+$(B)/sancov/%.o: %.cc $(VERSION_H)
 	@mkdir -p $(@D)
-	$(SAN_CXX) -fsanitize-coverage=trace-pc $(SANDIRFLAGS) -c $< -o $@
+	$(SAN_CXX) -fsanitize-coverage=trace-pc $(SANDIRFLAGS) $(DEPFLAGS) -c $< -o $@
 CHECK_SANCOV := $(call objs,sancov,tools/check_row.cc tools/check_judge.cc tools/check_table.cc)
 $(B)/tests/unit_test_check_scale: $(B)/san/tests/unit/test_check_scale.o $(B)/san/tests/unit/check_scale_hooks.o \
                                   $(CHECK_SANCOV) $(RT_SAN) $(COMMON_SAN)
@@ -54,9 +54,9 @@ TEST_BINS += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/t
 # The exchange tests' worker, linked against the real shared library, and
 # the same under ASan+UBSan for the small runs.
 RT_WORKER := $(B)/rt-tests/xchg_worker
-$(RT_WORKER): tests/exchange/worker.c $(ALL_HDR) $(RT_LIB)
+$(RT_WORKER): tests/exchange/worker.c $(VERSION_H) $(RT_LIB)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
+	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $(DEPFLAGS_ONE) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
 $(RT_WORKER)_san: $(B)/san/tests/exchange/worker.o $(RT_SAN) $(COMMON_SAN)
 	@mkdir -p $(@D)
 	$(SAN_LD) -o $@ $^ $(RT_LIBS)
