@@ -15,7 +15,7 @@ and time: a local user who can reach rank 0's port (and, by reading
                   holds unproven (256)
   port holder     a process on MASTER_PORT before rank 0: silent, chatty
                   (terminal escapes), or answering with a forged challenge
-  finding 12      the real rank 3 never comes while a stranger keeps trying
+  absent rank     the real rank 3 never comes while a stranger keeps trying
                   in its place
 
 Every time: the real ranks finish correctly (the roundtrip checks every
@@ -433,7 +433,7 @@ def port_holder(t):
 
 
 def never_comes(t):
-    """Finding 12: rank 3 never starts, a stranger tries in its place all
+    """Rank 3 never starts, a stranger tries in its place all
     along: every rank still ends within its timeout, naming rank 3."""
     world, port = 4, free_port()
 

@@ -40,10 +40,10 @@ put("corpus", "text", "tasks-0", text(1, 16, "2(x3),1"))
 put("corpus", "text", "tasks-1", text(1, 2, "3,2"))
 put("corpus", "text", "gpus-0", text(2, 0, "0,1,GPU-abc,MIG-a/1"))
 put("corpus", "text", "numbers-0", text(3, 0, "12000-12003"))
-# Finding 10: 2^24 hosts times 2^40 wrapped to a small count; and a
+# 2^24 hosts times 2^40 wrapped to a small count; and a
 # 12-byte tasks-per-node list naming 16 million nodes.
-put("repro", "text", "finding-10-hostlist-wrap", text(0, 0, "a[0-16777215]b[" + "0-268435455," * 4095 + "0-268435455]"))
-put("repro", "text", "finding-10-tasks-per-node", text(1, 4095, "1(x16777215)"))
+put("repro", "text", "hostlist-wrap", text(0, 0, "a[0-16777215]b[" + "0-268435455," * 4095 + "0-268435455]"))
+put("repro", "text", "tasks-per-node", text(1, 4095, "1(x16777215)"))
 
 # --- plan: flags, SPANK items, the step's environment, blank, the task's -------
 def plan(flags, job, step, nnodes, node, ntasks, local_n, g, l, step_env, task_env):
@@ -65,7 +65,7 @@ put("corpus", "plan", "node-ranks", plan(1 | 0x08, 7, 0, 4, 2, 8, 2, 1, 1,
                                          ["SLURM_STEP_NODELIST=gpu[01-04]", "SLURM_STEP_TASKS_PER_NODE=2(x4)",
                                           "DIST_BIND_NODE_RANKS=2-3,0-1", "DIST_BIND_RANK0_ADDR=gpu03"], []))
 put("corpus", "plan", "env-mode", plan(4 | 0x20, 9, 0, 1, 0, 2, 2, 0, 0, ["SLURM_STEP_NODELIST=n1"], []))
-put("repro", "plan", "finding-10-tasks-per-node", plan(1, 12, 0, 2, 0, 5, 3, 1, 1,
+put("repro", "plan", "tasks-per-node", plan(1, 12, 0, 2, 0, 5, 3, 1, 1,
                                                         ["SLURM_STEP_NODELIST=node[1-2]",
                                                          "SLURM_STEP_TASKS_PER_NODE=1(x16777215)"], []))
 
@@ -80,8 +80,8 @@ put("corpus", "closest", "dgx2-3", closest(4, 3, 1, 1, "0-2", "block:cyclic", "0
 put("corpus", "closest", "lassen-2x2", closest(1, 2, 2, 4, "0-39", "cyclic:fcyclic", "0,1,2,3"))
 put("corpus", "closest", "pascal-uuid", closest(2, 2, 1, 2, "0-35", "plane=2", "GPU-1,GPU-0"))
 put("corpus", "closest", "cache-path", b"\x00/lab/%n/spool/hwloc_topo_whole.xml\nnode1\nnode1.example")
-# Finding 7: a node name of ../../.. in SlurmdSpoolDir's %n.
-put("repro", "closest", "finding-7-node-name", b"\x00/var/spool/%n/hwloc_topo_whole.xml\n../../..\nh")
+# A node name of ../../.. in SlurmdSpoolDir's %n.
+put("repro", "closest", "node-name", b"\x00/var/spool/%n/hwloc_topo_whole.xml\n../../..\nh")
 
 # --- wire: which decoder, world (u32), body ---------------------------------------
 def wire(which, world, body):
@@ -105,12 +105,12 @@ put("corpus", "wire", "missing", wire(7, 12, struct.pack("<IIII", 1, 2, 1, 5)))
 put("corpus", "wire", "up", wire(8, 8, struct.pack("<II", 4, 8) + bytes(8)))
 put("corpus", "wire", "base64", wire(9, 1, b"AAECAwQFBgc"))
 put("corpus", "wire", "pmi2-chunk", wire(10, 1, b"1500,AAECAwQF"))
-# Finding 4: an Up claiming less than its subtree owes (rank 0 read past it).
-put("repro", "wire", "finding-4-short-up", wire(8, 9, struct.pack("<II", 64, 0)))
-# Finding 9: a Missing list with INT_MAX and beyond.
-put("repro", "wire", "finding-9-missing-int-max", wire(7, 16, struct.pack("<IIII", 2, 0x7fffffff, 0x80000000, 0)))
-# Finding 2: the Hello that aborted every rank (world 999) decodes, and is
+# An Up claiming less than its subtree owes (rank 0 read past it).
+put("repro", "wire", "short-up", wire(8, 9, struct.pack("<II", 64, 0)))
+# A Missing list with INT_MAX and beyond.
+put("repro", "wire", "missing-int-max", wire(7, 16, struct.pack("<IIII", 2, 0x7fffffff, 0x80000000, 0)))
+# The Hello that once aborted every rank (world 999) decodes, and is
 # then dropped for want of a proof (see t_tcp_hostile.py).
-put("repro", "wire", "finding-2-dos-hello", wire(1, 4, struct.pack("<IBIII", 4, 1, 1, 0, 999) + s("12.0") + bytes(32)))
-# Finding 6: text from a peer with terminal escapes.
-put("repro", "wire", "finding-6-escapes", wire(5, 4, struct.pack("<H", 4) + s("\x1b[2J\x1b[31mpwned\x07\n")))
+put("repro", "wire", "dos-hello", wire(1, 4, struct.pack("<IBIII", 4, 1, 1, 0, 999) + s("12.0") + bytes(32)))
+# Text from a peer with terminal escapes.
+put("repro", "wire", "escapes", wire(5, 4, struct.pack("<H", 4) + s("\x1b[2J\x1b[31mpwned\x07\n")))

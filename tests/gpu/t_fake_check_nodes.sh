@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist-bind-check above 64 ranks (issue 26, item 5): 72 ranks over TCP on 9
+# dist-bind-check above 64 ranks: 72 ranks over TCP on 9
 # "nodes", each rank in a UTS namespace of its own with its node's host name
 # (n000..n008), 8 fake GPUs per node (the fake's UUIDs differ by host).
 # A good step prints one line per node and no rank's row, then runs its

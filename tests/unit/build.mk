@@ -43,7 +43,7 @@ $(B)/tests/unit_test_check_scale: $(B)/san/tests/unit/test_check_scale.o $(B)/sa
                                   $(CHECK_SANCOV) $(RT_SAN) $(COMMON_SAN)
 	@mkdir -p $(@D)
 	$(SAN_LD) -o $@ $^ $(CHECK_LIBS) $(RT_LIBS) $(HWLOC_LIBS)
-# The runtime under ThreadSanitizer: handles on two threads (finding 11).
+# The runtime under ThreadSanitizer: handles on two threads.
 $(B)/tests/unit_tsan_two_handles: $(B)/tsan/tests/unit/tsan_two_handles.o $(RT_TSAN) $(COMMON_TSAN)
 	@mkdir -p $(@D)
 	$(CXX) $(TSAN) -o $@ $^ $(RT_LIBS)

@@ -22,7 +22,7 @@ eq(expand(None), [], "expand None")
 # CUDA: ordinals among the openable devices; the list ends at the first bad entry.
 eq(resolve(None, [1, 3]), [1, 3], "unset: every openable device")
 eq(resolve("1,0", [1, 3]), [3, 1], "ordinals among the openable devices")
-eq(resolve("1,0,2", [1]), [], "the list ends at the first entry naming nothing (issue 8: rank 1's 1,0,2)")
+eq(resolve("1,0,2", [1]), [], "the list ends at the first entry naming nothing (rank 1's 1,0,2 under per-task device cgroups)")
 eq(resolve("0,5,1", [0, 1, 2]), [0], "ends at 5")
 eq(resolve("0,0,1", [0, 1]), [0], "a repeated device ends the list")
 eq(resolve("GPU-x,0", [0]), [], "a name CUDA cannot match ends it")
@@ -34,7 +34,7 @@ eq(resolve(",".join(U % g for g in (2, 0, 1)), [0, 1, 2]), [2, 0, 1], "a UUID li
 eq(resolve(",".join(U % g for g in (1, 2)), [1]), [1], "a UUID the task cannot open ends the list")
 eq(resolve(U % 3 + ",0", [0, 3]), [3, 0], "UUIDs and ordinals mixed")
 eq(resolve(",".join(U % g for g in (1, 1)), [1]), [1], "a repeated UUID ends the list")
-# The cgroup case of issue 8: Slurm's 0 is GPU 1 inside the task's cgroup.
+# Under per-task device cgroups Slurm's 0 is GPU 1 inside the task's cgroup.
 eq(cuda_view({"CUDA_VISIBLE_DEVICES": "0"}, [1]), [1], "cgroup-local 0 is the only openable GPU")
 # ROCm: ROCR first, then HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) among what is left.
 row = {"ROCR_VISIBLE_DEVICES": "2,0,1", "CUDA_VISIBLE_DEVICES": "2,0,1"}

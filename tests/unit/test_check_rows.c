@@ -78,7 +78,7 @@ static const struct rows_case cases[] = {
     /* Short lists and no list at all. */
     {2, {"0,1,2,3", "0,1,2,3"}, {"2", "3"}, {2, 3}, "2;3", "ok;ok", NULL, {0}, {0}},
     {1, {NULL}, {NULL}, {0}, "", "ok", NULL, {0}, {0}},
-    /* Listed GPUs the task cannot open (issue 8, item 6): CUDA, which
+    /* Listed GPUs the task cannot open: CUDA, which
      * stops at the first entry naming no GPU it can open, saw fewer than
      * the list names.  Under per-task device cgroups "1,0,2" shows none. */
     {1,

@@ -1,5 +1,5 @@
 /*
- * dist-bind-check at scale (issue 26, item 5): up to 64 ranks one row per
+ * dist-bind-check at scale: up to 64 ranks one row per
  * rank, as always; above, one line per node and every flagged rank's row in
  * full; --full every rank's row, --per-node the node lines at any size.  And
  * rank 0's judging and printing grow with the ranks as a sort does, not as

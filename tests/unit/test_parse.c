@@ -190,7 +190,7 @@ START_TEST(hostlist_row) {
 }
 END_TEST
 
-/* Finding 10: a term's host count is the product of its groups' sizes.
+/* A term's host count is the product of its groups' sizes.
  * 2^24 hosts in one group times 2^40 in the next (4096 ranges of 2^28: a
  * 49 KB list) wrapped to 2^64 = 0, and the list was taken as a small one. */
 START_TEST(hostlist_product_wrap) {
@@ -211,7 +211,7 @@ START_TEST(hostlist_product_wrap) {
 }
 END_TEST
 
-/* Finding 10: "1(x16777215)" is 12 bytes naming 16 million nodes; the node
+/* "1(x16777215)" is 12 bytes naming 16 million nodes; the node
  * plan refuses it against the step's node count before expanding it. */
 START_TEST(tasks_per_node_cap) {
     char err[DB_ERRLEN] = "", **env = make_env("SLURM_STEP_TASKS_PER_NODE=1(x16777215)|SLURM_STEP_NODELIST=n[1-2]");

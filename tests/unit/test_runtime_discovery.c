@@ -96,7 +96,7 @@ static const struct place_row place_rows[] = {
      0, 0, NULL, "SLURM_LOCALID is not set"},
     {"SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
      "SLURM_STEP_TASKS_PER_NODE is not set"},
-    /* Finding 10: 12 bytes naming 16 million nodes, refused before expanding. */
+    /* 12 bytes naming 16 million nodes, refused before expanding. */
     {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x16777215)",
      DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "SLURM_STEP_TASKS_PER_NODE=\"1(x16777215)\"&more than 5 nodes"},
     {"SLURM_PROCID=0|SLURM_LOCALID=0|SLURM_NODEID=0|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=1(x5),1",
@@ -404,7 +404,7 @@ START_TEST(dup_row) {
 END_TEST
 
 /* What the other ranks send is checked before it is used: a status that is
- * no distbind_status, a string without its terminator (issue 9, item 8).
+ * no distbind_status, a string without its terminator.
  * This is rank 0 of n; the other ranks come from a script. */
 #define H(x) "host" #x
 struct peer_row {
@@ -512,7 +512,7 @@ START_TEST(peer_row) {
 }
 END_TEST
 
-/* What bring-up moves (issue 11, item 7): a status and a UUID per rank for
+/* What bring-up moves: a status and a UUID per rank for
  * the device check, a status per rank and one id per root for NCCL, not a
  * 512-byte and a 432-byte record from every rank. */
 struct traffic_row {
@@ -579,7 +579,7 @@ START_TEST(roots_row) {
 }
 END_TEST
 
-/* "1-3, 5": ranks for messages.  Finding 9: the ranks a child lists in a
+/* "1-3, 5": ranks for messages.  The ranks a child lists in a
  * Missing message reached this with any 32-bit value, and INT_MAX + 1 was
  * computed while looking for a run. */
 struct rank_row {
@@ -612,7 +612,7 @@ START_TEST(rank_lists) {
 }
 END_TEST
 
-/* Finding 4: rank 0 gathered what its children claimed to send, and a
+/* Before check_up, rank 0 gathered what its children claimed to send, and a
  * child whose Up carried fewer bytes than its subtree owes made rank 0 read
  * past the end (and send that to every rank).  Up: u32 len, u32 n, n bytes. */
 struct up_row {
@@ -625,7 +625,7 @@ struct up_row {
 static const struct up_row up_rows[] = {
     /* An allgather of 8 bytes per rank from a subtree of 2: 16 bytes. */
     {{8, 0, 0, 0, 16, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24, 16, 1, ""},
-    /* The same subtree claiming nothing: the over-read of finding 4. */
+    /* The same subtree claiming nothing: the over-read check_up stops. */
     {{64, 0, 0, 0, 0, 0, 0, 0}, 8, 64 * 9, 0, "sent 0 bytes for its subtree where the collective needs 576"},
     /* Bytes where the collective needs none (a barrier). */
     {{0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, 4}, 12, 0, 0, "sent 4 bytes for its subtree where the collective needs 0"},
@@ -642,7 +642,7 @@ START_TEST(up_row) {
 }
 END_TEST
 
-/* Finding 9: the ranks of a Missing message reached rank lists unchecked.
+/* Before get_ranks checked them, the ranks of a Missing message reached rank lists unchecked.
  * Missing: u32 count, ranks, u32 count, ranks; every rank below the world. */
 START_TEST(missing_rows) {
     const unsigned char ok[] = {1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 11, 0, 0, 0};

@@ -160,7 +160,7 @@ static const struct path_row path_rows[] = {
     {"/a/very/long/spool/directory/name/that/does/not/fit/in/sixty-four", "n", "h", NULL},
     {"", "n", "h", NULL},
     {NULL, "n", "h", NULL},
-    /* Finding 7: a node name that climbs out of the directory. */
+    /* A node name that climbs out of the directory. */
     {"/s/%n/x.xml", "../../..", "h", NULL},
     {"/s/%n/x.xml", "a/b", "h", NULL},
     {"/s/%n/x.xml", "..", "h", NULL},
@@ -276,7 +276,7 @@ static const struct node_row node_rows[] = {
     {"truncated cache", "@truncated", "", "0", 1, "0", 1, NULL, NULL, "not an hwloc XML topology"},
     {"FIFO as cache", "@fifo", "", "0", 1, "0", 1, NULL, NULL, "hwloc_topo_whole.xml: not a regular file"},
     {"directory as cache", "@dir", "", "0", 1, "0", 1, NULL, NULL, "hwloc_topo_whole.xml: not a regular file"},
-    /* Finding 7: a cache anyone but root or slurmd's user could have put
+    /* A cache anyone but root or slurmd's user could have put
      * there is not read (the Tioga export in it would be chosen from). */
     {"symbolic link as cache", "@symlink", "", "0", 1, "0", 1, NULL, NULL,
      "hwloc_topo_whole.xml is a symbolic link: not used"},

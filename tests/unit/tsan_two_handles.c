@@ -1,5 +1,5 @@
 /*
- * Handles on different threads share nothing unsynchronised (finding 11),
+ * Handles on different threads share nothing unsynchronised,
  * run under ThreadSanitizer: two steps of two ranks each, every rank a
  * thread of this one process with its own handle, talking over the TCP
  * bootstrap on loopback, one step with DIST_BIND_DEBUG=1 and one without;
