@@ -108,6 +108,7 @@ struct Door::Conn {
     Hello hello;
     auth::Nonce server_nonce{};
     auth::Proofs proofs;  // once the server's nonce is known
+    std::string other;    // of another release (Door::mismatch)
 };
 
 Door::Door(Socket listener, const Credentials &me, std::function<bool(uint32_t)> client_ok, std::set<Msg> first,
@@ -171,6 +172,27 @@ bool Door::challenge(size_t i) {
     return true;
 }
 
+bool Door::mismatch(size_t i, const Release &theirs) {
+    Conn &c = *conns_[i];
+    Mismatch m;
+    m.release = this_release();
+    c.hello_body = c.in.body();
+    if (me_.key) {
+        m.nonce = me_.nonces->next();
+        c.proofs = me_.key->prove_both(c.hello_body, m.nonce);
+        m.proof = c.proofs.server;
+    }
+    if (!send_whole(c.s.fd(), frame(Msg::Mismatch, 0, 0, encode(m)))) {
+        drop(i, "it speaks another protocol, and does not read");
+        return false;
+    }
+    c.other = release_text(theirs);
+    debugf("tcp: %s connects from %s: answered with this release's", c.other.c_str(), c.peer.c_str());
+    c.phase = Conn::AwaitProof;
+    c.in.start(kMaxProof, true);
+    return true;
+}
+
 bool Door::progress(size_t i) {
     Conn &c = *conns_[i];
     for (;;) {
@@ -183,6 +205,13 @@ bool Door::progress(size_t i) {
         }
         const Header &h = c.in.header();
         if (c.phase == Conn::AwaitHello) {
+            Release theirs;
+            if (h.type == Msg::Hello && !announced_ && peek_release(c.in.body(), theirs) &&
+                theirs.proto != this_release().proto) {
+                if (!mismatch(i, theirs)) return false;
+                if (!me_.key) return true;
+                continue;
+            }
             if (h.type != Msg::Hello || !decode(c.in.body(), c.hello)) {
                 drop(i, "it did not open with a dist-bind Hello of this version");
                 return false;
@@ -217,6 +246,7 @@ bool Door::progress(size_t i) {
                 drop(i, "its proof does not match this step's secret");
                 return false;
             }
+            if (!c.other.empty()) return true;
             c.phase = Conn::AwaitFirst;
             c.in.start(max_first_, true);
         } else {
@@ -243,6 +273,7 @@ void Door::admit(size_t i) {
     a.first.seq = c->in.header().seq;
     a.first.body = std::move(c->in.body());
     a.peer = c->peer;
+    a.other = c->other;
     // Rank 0's proof went out with its challenge.
     if (me_.key && a.hello.mode == Mode::Announced) {
         Ack ack;
@@ -324,6 +355,7 @@ bool retryable(int err, bool refused) {
 // challenge and its proof: finish()).
 IoResult open_with(const Dial &x, DialState &s, const Credentials &me) {
     Hello h;
+    h.proto = this_release().proto;
     h.mode = s.mode;
     h.client = static_cast<uint32_t>(me.rank);
     h.server = static_cast<uint32_t>(x.rank);
@@ -429,7 +461,8 @@ class Dialer {
         DialState &s = st_[i];
         if (s.mode == Mode::Challenge) {
             // Its challenge, its proof and its greeting come in one write.
-            await(i, DialState::AwaitChallenge, auth::kNonceBytes, true);
+            // Or a Mismatch, from rank 0 of another release (wire.hh).
+            await(i, DialState::AwaitChallenge, std::max(auth::kNonceBytes, kMaxMismatch), true);
         } else if (me_.key && x.verify) {
             // A child's proof on the tree may have the child's first
             // message up behind it, which is the link's to read: nothing
@@ -554,12 +587,27 @@ class Dialer {
         DialState &s = st_[i];
         int got = s.in.pump(s.s.fd());
         if (got == 0) return;
+        if (got > 0 && s.in.header().type == Msg::Mismatch) return on_mismatch(i);
         Challenge ch;
         if (got < 0 || s.in.header().type != Msg::Challenge || !decode(s.in.body(), ch))
             return failed(i, "it closed the connection, or sent something that is not the handshake", true);
         s.server_nonce = ch.nonce;
         s.proofs = me_.key->prove_both(s.hello_body, s.server_nonce);
         await(i, DialState::AwaitAck, auth::kMacBytes, true);
+    }
+
+    // The server speaks another protocol: with its proof good, this rank's
+    // goes back (so the server may fail too) and the dial fails for good.
+    void on_mismatch(size_t i) {
+        DialState &s = st_[i];
+        Mismatch m;
+        if (!decode(s.in.body(), m)) return failed(i, "it sent something that is not the handshake", true);
+        s.proofs = me_.key->prove_both(s.hello_body, m.nonce);
+        if (!auth::same(s.proofs.server, m.proof.data()))
+            return failed(i, "it did not prove that it knows this step's secret", true);
+        send_whole(s.s.fd(), proof_frame(s));
+        dials_[i].other = release_text(m.release);
+        failed(i, dials_[i].other, false);
     }
 
     void on_ack(size_t i) {

@@ -113,6 +113,9 @@ struct Admitted {
     Message first;
     std::string peer;          // its address
     std::vector<uint8_t> ack;  // this rank's proof, to send ahead of any answer (empty without a secret)
+    // Not empty: a rank of another release (another protocol, wire.hh)
+    // that proved it knows the secret; nothing else above is filled in.
+    std::string other;
 };
 
 class Door {
@@ -157,6 +160,9 @@ class Door {
     // the greeting.  false: it was dropped.
     bool challenge(size_t i);
     void drop(size_t i, const char *why);
+    // Conn i opened with a Hello of another release: answer with this
+    // one's (wire.hh), then wait for its proof.  false: it was dropped.
+    bool mismatch(size_t i, const Release &theirs);
     // Read what conn i has sent; true when it is admitted.
     bool progress(size_t i);
     // Move conn i out of the door, admitted.
@@ -180,6 +186,9 @@ struct Dial {
     int trips = 0;
     std::string why;       // the last failure, for the caller's message
     std::string answered;  // the last failure of a connection that was up: what answered there badly
+    // Not empty: the server is of another release (wire.hh) and proved it
+    // knows the secret; the dial failed for good.
+    std::string other;
 };
 
 // Bring up every dial by d: each failure that a stranger could cause (no

@@ -62,6 +62,7 @@ void TcpExchange::turn_away(Door &door, std::vector<bool> told, const Deadline &
     while (left > 0) {
         std::optional<Admitted> a = door.next(d);
         if (!a) return;
+        if (!a->other.empty()) continue;  // it failed already, and reads no Reject
         answer(*a, Msg::Reject, Verdict{st, why}, sooner(d, 1.0));
         uint32_t rank = a->hello.client;
         if (rank < told.size() && !told[rank]) {
@@ -191,7 +192,15 @@ void TcpExchange::setup_root(const Deadline &d) {
             fail(DISTBIND_ERR_TIMEOUT, msg);
         }
         // From here on the caller knows the secret: a rank of this step,
-        // whose mistakes may fail the set-up.
+        // whose mistakes may fail the set-up.  One of another release
+        // fails it at once (it fails too); the ranks still coming get a
+        // second to hear why.
+        if (!a->other.empty()) {
+            const std::string msg = "set-up failed: " + releases_met(0, a->other, "a rank connecting from " + a->peer);
+            abort_registered(members, have, DISTBIND_ERR_PEER, msg);
+            turn_away(door, have, sooner(d, 1.0), DISTBIND_ERR_PEER, msg);
+            fail(DISTBIND_ERR_PEER, msg);
+        }
         Register x;
         const uint32_t rank = a->hello.client;
         std::string bad = refusal(*a, x, have, reg);
@@ -263,6 +272,7 @@ void TcpExchange::register_with_root(const Addr &root, Register &reg, const std:
         fill();
         dial(ds, cred_, d, true);
     }
+    if (!ds[0].done && !ds[0].other.empty()) fail(DISTBIND_ERR_PEER, releases_met(c_.rank, ds[0].other, where));
     if (!ds[0].done) {
         // Something answered there, but not as this step's rank 0 would.
         bool stranger = !ds[0].answered.empty();
@@ -297,7 +307,11 @@ bool TcpExchange::registration_dropped(const std::string &where) {
     return false;
 }
 
-Welcome TcpExchange::take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where) {
+Welcome TcpExchange::take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where) const {
+    // Without a secret rank 0 of another release answers a registration so.
+    Mismatch m;
+    if (type == Msg::Mismatch && decode(body, m))
+        fail(DISTBIND_ERR_PEER, releases_met(c_.rank, release_text(m.release), where));
     Verdict v;
     if (type == Msg::Reject) {
         if (!decode(body, v)) v = Verdict{DISTBIND_ERR_PEER, where + " refused this rank, with a malformed reason"};

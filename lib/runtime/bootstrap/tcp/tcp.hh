@@ -255,7 +255,7 @@ class TcpExchange final : public Exchange {
     bool registration_dropped(const std::string &where);
     // Rank 0's answer to this rank's registration: its Welcome, or the
     // failure it names (Reject) or a malformed one.
-    static Welcome take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where);
+    Welcome take_answer(Msg type, const std::vector<uint8_t> &body, const std::string &where) const;
     // Wait for the parent to hand over this rank's subtree (or rank 0 to
     // abort the set-up); links the parent.  While it waits, a registration
     // rank 0 dropped is made again (register_again).

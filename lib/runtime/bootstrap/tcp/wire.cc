@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -91,7 +92,8 @@ void encode_header(uint8_t *h, Msg type, uint16_t op, uint32_t seq, uint32_t len
 bool decode_header(const uint8_t *h, size_t max_body, Header &out) {
     if (get_le(h, 4) != kMagic) return false;
     uint64_t type = get_le(h + 4, 2), len = get_le(h + 12, 4);
-    if (type < 1 || type > kLastMsg || len > std::min(max_body, kMaxBody)) return false;
+    if ((type < 1 || type > kLastMsg) && type != static_cast<uint16_t>(Msg::Mismatch)) return false;
+    if (len > std::min(max_body, kMaxBody)) return false;
     out.type = static_cast<Msg>(type);
     out.op = static_cast<uint16_t>(get_le(h + 6, 2));
     out.seq = static_cast<uint32_t>(get_le(h + 8, 4));
@@ -183,11 +185,84 @@ std::string printable(std::string_view s, size_t max) {
     return out;
 }
 
+// ---- another release -----------------------------------------------------
+
+namespace {
+
+// From this protocol on a Hello names its library's version.
+constexpr uint32_t kVersionedProto = 5;
+constexpr size_t kMaxVersion = 64;
+
+}  // namespace
+
+const Release &this_release() {
+    static const Release r = [] {
+        Release x;
+        x.version = DB_VERSION_STRING;
+#ifdef DB_TEST_KNOBS
+        if (const char *v = std::getenv("DIST_BIND_TEST_TCP_RELEASE")) {
+            char ver[kMaxVersion + 1] = "";
+            unsigned p = 0;
+            if (std::sscanf(v, "%u %64s", &p, ver) == 2) {
+                x.proto = p;
+                x.version = ver;
+            }
+        }
+#endif
+        return x;
+    }();
+    return r;
+}
+
+std::string release_text(const Release &r) {
+    if (!r.version.empty()) return "libdistbind " + r.version + " (protocol " + std::to_string(r.proto) + ")";
+    if (r.proto == 4) return "libdistbind 0.1.0 or 0.2.x (protocol 4)";
+    return "a libdistbind of protocol " + std::to_string(r.proto);
+}
+
+bool peek_release(const std::vector<uint8_t> &hello_body, Release &out) {
+    if (hello_body.size() > kMaxHello) return false;
+    Reader r(hello_body);
+    Release x;
+    x.proto = r.u32();
+    if (x.proto >= kVersionedProto) x.version = printable(r.str(kMaxVersion), kMaxVersion);
+    if (!r.ok()) return false;
+    out = std::move(x);
+    return true;
+}
+
+std::vector<uint8_t> encode(const Mismatch &m) {
+    Writer w;
+    w.u32(m.release.proto).str(m.release.version);
+    w.bytes(m.nonce.data(), m.nonce.size()).bytes(m.proof.data(), m.proof.size());
+    return w.data();
+}
+
+bool decode(const std::vector<uint8_t> &body, Mismatch &out) {
+    Reader r(body);
+    Mismatch m;
+    m.release.proto = r.u32();
+    m.release.version = printable(r.str(kMaxVersion), kMaxVersion);
+    get_array(r, m.nonce);
+    get_array(r, m.proof);
+    if (!r.done()) return false;
+    out = std::move(m);
+    return true;
+}
+
+std::string releases_met(int my_rank, const std::string &theirs, const std::string &where) {
+    return release_text(this_release()) + " on rank " + std::to_string(my_rank) + " met " + theirs + ", " + where +
+           ": every node of a step needs the same libdistbind (their TCP bootstraps do not "
+           "understand each other)";
+}
+
 // ---- bodies ---------------------------------------------------------------
 
 std::vector<uint8_t> encode(const Hello &h) {
     Writer w;
-    w.u32(h.proto).u8(static_cast<uint8_t>(h.mode)).u32(h.client).u32(h.server).u32(h.world).str(h.step);
+    w.u32(h.proto);
+    if (h.proto >= kVersionedProto) w.str(this_release().version);
+    w.u8(static_cast<uint8_t>(h.mode)).u32(h.client).u32(h.server).u32(h.world).str(h.step);
     w.bytes(h.nonce.data(), h.nonce.size());
     return w.data();
 }
@@ -197,6 +272,8 @@ bool decode(const std::vector<uint8_t> &body, Hello &out) {
     Reader r(body);
     Hello h;
     h.proto = r.u32();
+    if (h.proto != this_release().proto) return false;
+    if (h.proto >= kVersionedProto) r.str(kMaxVersion);
     uint8_t a = r.u8();
     h.mode = static_cast<Mode>(a <= 2 ? a : 0);
     h.client = r.u32();
@@ -204,8 +281,7 @@ bool decode(const std::vector<uint8_t> &body, Hello &out) {
     h.world = r.u32();
     h.step = r.str(kMaxStep);
     get_array(r, h.nonce);
-    if (!r.done() || h.proto != kProto || a > 2 || h.world == 0 || h.world > kMaxWorld || h.client >= kMaxWorld ||
-        h.server >= kMaxWorld)
+    if (!r.done() || a > 2 || h.world == 0 || h.world > kMaxWorld || h.client >= kMaxWorld || h.server >= kMaxWorld)
         return false;
     out = std::move(h);
     return true;

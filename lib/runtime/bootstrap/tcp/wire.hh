@@ -35,6 +35,9 @@ enum class Msg : uint16_t {
     Up,         // a collective's data toward rank 0
     Down,       // its answer from rank 0
     Missing,    // ranks that did not arrive in a collective
+    // A server's answer to a Hello of another protocol (see Release below);
+    // its number stays the same in every protocol.
+    Mismatch = 0x7fff,
 };
 constexpr uint16_t kLastMsg = static_cast<uint16_t>(Msg::Missing);
 constexpr size_t kHeader = 16;
@@ -127,8 +130,51 @@ enum class Mode : uint8_t {
     Announced = 2,  // the client proves over the nonce the server announced when it registered
 };
 
-struct Hello {
+// ---- another release -----------------------------------------------------
+//
+// Ranks of two releases that speak different protocols tell each other so
+// at once, instead of taking each other for strangers until the timeout.
+// What every protocol keeps for that: the frame header and its magic,
+// Msg::Hello and Msg::Mismatch, a Hello body that starts with its
+// protocol's number (from protocol 5 on followed by the library's version,
+// a str), and the proofs of auth.hh over a Hello's bytes, whatever else
+// they hold.  A server that does not speak a client's protocol answers its
+// Hello with a Mismatch: its protocol, its version, a fresh nonce and its
+// proof over the client's Hello and that nonce.  A client that finds the
+// proof good sends its own proof over the same (a Proof) and fails naming
+// both releases; the server fails only once that proof holds, so a
+// stranger's Hello of another protocol gets a Mismatch and is dropped, as
+// any stranger is.  Protocol 4 (libdistbind 0.1.0 and 0.2.0) sends no
+// version of its own; a server of a later protocol names it by its number.
+
+// The protocol this process speaks and its library's version.
+struct Release {
     uint32_t proto = kProto;
+    std::string version;
+};
+// This process's (a test build reads DIST_BIND_TEST_TCP_RELEASE="PROTO
+// VERSION", to speak as another release would).
+const Release &this_release();
+// "libdistbind 0.2.0 (protocol 4)".
+std::string release_text(const Release &r);
+// A Hello's protocol and (from protocol 5 on) version, whatever follows.
+bool peek_release(const std::vector<uint8_t> &hello_body, Release &out);
+
+struct Mismatch {
+    Release release;
+    auth::Nonce nonce{};
+    auth::Mac proof{};  // zero without a secret
+};
+constexpr size_t kMaxMismatch = 4 + 4 + 64 + auth::kNonceBytes + auth::kMacBytes;
+std::vector<uint8_t> encode(const Mismatch &m);
+bool decode(const std::vector<uint8_t> &body, Mismatch &out);
+
+// "libdistbind 0.2.0 (protocol 4) on rank 0 met libdistbind 0.3.0
+// (protocol 5), <where>: every node of a step needs the same libdistbind".
+std::string releases_met(int my_rank, const std::string &theirs, const std::string &where);
+
+struct Hello {
+    uint32_t proto = kProto;  // this_release()'s when it is sent
     Mode mode = Mode::Challenge;
     uint32_t client = 0;  // the rank opening the connection
     uint32_t server = 0;  // the rank it means to reach
