@@ -85,7 +85,8 @@ def run_ranks(world, args, skip=(), env=None, per_rank=None, worker=WORKER, port
     {rank: Result}.  env: extra variables for every rank; per_rank(rank) ->
     extra variables for one rank (applied last); a value None unsets one.
     gate: every rank waits until all are started (XCHG_START_FD), so they
-    begin their set-up together."""
+    begin their set-up together.  worker: the program, or worker(rank) ->
+    the program of that rank (ranks of another release)."""
     port = port or free_port()
     procs = {}
     fds = ()
@@ -100,7 +101,7 @@ def run_ranks(world, args, skip=(), env=None, per_rank=None, worker=WORKER, port
         if per_rank:
             e.update(per_rank(r) or {})
             e = {k: v for k, v in e.items() if v is not None}
-        procs[r] = subprocess.Popen([worker] + list(args), env=e, stdout=subprocess.PIPE,
+        procs[r] = subprocess.Popen([worker(r) if callable(worker) else worker] + list(args), env=e, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, pass_fds=fds)
     if gate:
         os.close(rfd)
