@@ -123,6 +123,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             FUZZ_CHECK(total <= DISTBIND_MAX_EXCHANGE_BYTES && d > v.c_str() && d[-1] == ',', "pmi2 chunk");
         std::string p = printable(rest, 64);
         FUZZ_CHECK(printable_ascii(p) && p.size() <= 64 + 4 + 3, "printable");
+        // Another release's Hello and Mismatch: what a stranger may send
+        // before any proof.
+        Release r;
+        if (peek_release(body, r)) FUZZ_CHECK(printable_ascii(r.version) && r.version.size() <= 64 + 4 + 3, "release");
+        Mismatch m;
+        if (decode(body, m))
+            FUZZ_CHECK(printable_ascii(m.release.version) && m.release.version.size() <= 64 + 4 + 3, "mismatch");
         break;
     }
     }
