@@ -52,20 +52,18 @@ std::unique_ptr<Exchange> choose_auto(const Env &env, const ExchangeConfig &c) {
         skipped = std::string("not ") + pmi + ": " + why;
         return true;
     };
-    if (pmix_has_server(env) && !clashes("pmix")) {
+    struct Pmi {
+        const char *name;
+        bool (*has_server)(const Env &);
+        std::unique_ptr<Exchange> (*make)(const ExchangeConfig &);
+    };
+    for (const Pmi &b : {Pmi{"pmix", pmix_has_server, make_pmix}, Pmi{"pmi2", pmi2_has_server, make_pmi2}}) {
+        if (!b.has_server(env) || clashes(b.name)) continue;
         try {
-            return make_pmix(c);
+            return b.make(c);
         } catch (const Failure &f) {
             if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
-            debugf("pmix unavailable, trying the next bootstrap: %s", f.what());
-        }
-    }
-    if (pmi2_has_server(env) && !clashes("pmi2")) {
-        try {
-            return make_pmi2(c);
-        } catch (const Failure &f) {
-            if (f.status != DISTBIND_ERR_UNAVAILABLE) throw;
-            debugf("pmi2 unavailable, trying the next bootstrap: %s", f.what());
+            debugf("%s unavailable, trying the next bootstrap: %s", b.name, f.what());
         }
     }
     try {
