@@ -113,13 +113,14 @@ const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i) {
 size_t db_node_plan_env_count(const db_node_plan *np) { return np && np->node_env ? np->node_env->writes.size() : 0; }
 
 const char *db_node_plan_env_name(const db_node_plan *np, size_t i) {
-    return i < db_node_plan_env_count(np) ? np->node_env->vars[np->node_env->writes[i]].name.c_str() : nullptr;
+    if (i >= db_node_plan_env_count(np)) return nullptr;
+    return np->node_env->str(np->node_env->vars[np->node_env->writes[i]].name);
 }
 
 const char *db_node_plan_env_value(const db_node_plan *np, size_t i) {
     if (i >= db_node_plan_env_count(np)) return nullptr;
     const db::NodeVar &v = np->node_env->vars[np->node_env->writes[i]];
-    return v.unset ? nullptr : v.value.c_str();
+    return v.unset ? nullptr : np->node_env->str(v.value);
 }
 
 int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen) {

@@ -26,25 +26,39 @@ constexpr const char *kTwin = "APPTAINERENV_";
 
 class Builder {
   public:
-    Builder(const EnvIndex &env, NodeEnv &out) : env_(env), out_(out) {}
+    Builder(const EnvIndex &env, NodeEnv &out) : env_(env), out_(out) {
+        // Some 40 variables: no growing (glibc's malloc consolidates its
+        // free lists for every request this size).
+        out_.text.reserve(4096);
+        out_.vars.reserve(64);
+    }
 
-    void set(std::string name, std::string value) { add(std::move(name), std::move(value), false); }
-    void unset(std::string name) {
-        if (env_.get(name)) add(std::move(name), std::string(), true);
+    void set(std::string_view name, std::string_view value) { add(name, value, false); }
+    void unset(std::string_view name) {
+        if (env_.get(name)) add(name, std::string_view(), true);
     }
 
   private:
-    void add(std::string name, std::string value, bool unset) {
-        if (out_.vars.size() >= kMaxNodeVars) return;  // left to the tasks
+    uint32_t text(std::string_view a, std::string_view b = {}, std::string_view c = {}) {
+        const size_t at = out_.text.size();
+        out_.text.append(a).append(b).append(c).push_back('\0');
+        return static_cast<uint32_t>(at);
+    }
+    void add(std::string_view name, std::string_view value, bool unset) {
+        // Left to the tasks: past the bound, or more text than offsets hold.
+        if (out_.vars.size() >= kMaxNodeVars || out_.text.size() + 2 * name.size() + 2 * value.size() > UINT32_MAX / 2)
+            return;
         NodeVar v;
         const char *before = env_.get(name);
         v.had = before != nullptr;
-        if (before) v.before = name + "=" + before;
         v.written = unset ? before != nullptr : !before || value != before;
-        v.name = std::move(name);
-        v.value = std::move(value);
         v.unset = unset;
-        out_.vars.push_back(std::move(v));
+        v.name = text(name);
+        v.name_len = static_cast<uint32_t>(name.size());
+        v.value = text(value);
+        v.value_len = static_cast<uint32_t>(value.size());
+        if (before) v.before = text(name, "=", before);
+        out_.vars.push_back(v);
     }
 
     const EnvIndex &env_;
@@ -131,8 +145,8 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     // step's secret's.
     for (const auto *part : {&ranks, &lists, &gpus})
         for (const auto &kv : *part) {
-            std::string t = kTwin + kv.first;
-            if (marked || !env.get(t)) b.set(std::move(t), kv.second);
+            const std::string t = kTwin + kv.first;
+            if (marked || !env.get(t)) b.set(t, kv.second);
         }
     if (const char *secret = env.get(DB_SECRET_VAR)) b.set(std::string(kTwin) + DB_SECRET_VAR, secret);
     out->nsets = out->vars.size();
@@ -154,18 +168,37 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     np.node_env = std::move(out);
 }
 
+bool node_holds_twin(const TaskEnv &task, TaskPlan &tp, size_t &cursor, std::string_view base, std::string_view value) {
+    const NodeEnv *ne = task.node;
+    if (!ne) return false;
+    const std::string_view twin(kTwin);
+    for (size_t t = cursor; t < ne->nsets && t < cursor + 4; t++) {
+        const std::string_view name = ne->name(ne->vars[t]);
+        if (name.size() != twin.size() + base.size() || name.compare(0, twin.size(), twin) != 0 ||
+            name.compare(twin.size(), base.size(), base) != 0)
+            continue;
+        cursor = t + 1;
+        if (!task.intact[t] || ne->value(ne->vars[t]) != value) return false;
+        tp.node_seen[t] = true;
+        return true;
+    }
+    return false;
+}
+
 void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     const NodeEnv *ne = np.node_env.get();
     if (!ne) return;
-    std::bitset<kMaxNodeVars> seen;
-    // Both lists follow the node's order: one walk each, which steps over a
-    // few node variables this task's plan does not list (a guessed list).
+    std::bitset<kMaxNodeVars> &seen = tp.node_seen;
+    // Both lists follow the node's order: one walk each, which steps over
+    // the twins found already and a few node variables this task's plan
+    // does not list (a guessed list).
     auto walk = [&](auto &list, size_t j, size_t end, auto name_of, auto same) {
         size_t keep = 0;
         for (size_t i = 0; i < list.size(); i++) {
             bool drop = false;
+            while (j < end && seen[j]) j++;
             for (size_t t = j; t < end && t < j + 4; t++)
-                if (name_of(list[i]) == ne->vars[t].name) {
+                if (name_of(list[i]) == ne->name(ne->vars[t])) {
                     seen[t] = true;
                     drop = task.intact[t] && same(list[i], ne->vars[t]);
                     j = t + 1;
@@ -180,7 +213,7 @@ void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     };
     walk(
         tp.set, 0, ne->nsets, [](const auto &kv) -> const std::string & { return kv.first; },
-        [](const auto &kv, const NodeVar &v) { return kv.second == v.value; });
+        [&](const auto &kv, const NodeVar &v) { return kv.second == ne->value(v); });
     walk(
         tp.unset, ne->nsets, ne->vars.size(), [](const std::string &n) -> const std::string & { return n; },
         [](const std::string &, const NodeVar &) { return true; });
@@ -192,14 +225,15 @@ void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     for (size_t t = 0; t < ne->vars.size(); t++) {
         const NodeVar &v = ne->vars[t];
         if (seen[t] || !task.intact[t] || !v.written) continue;
+        const std::string_view name = ne->name(v);
         const bool listed =
-            std::any_of(tp.set.begin(), tp.set.end(), [&](const auto &kv) { return kv.first == v.name; }) ||
-            std::find(tp.unset.begin(), tp.unset.end(), v.name) != tp.unset.end();
+            std::any_of(tp.set.begin(), tp.set.end(), [&](const auto &kv) { return kv.first == name; }) ||
+            std::find(tp.unset.begin(), tp.unset.end(), name) != tp.unset.end();
         if (listed) continue;
         if (v.had)
-            tp.set.emplace_back(v.name, v.before.substr(v.name.size() + 1));
+            tp.set.emplace_back(name, ne->str(v.before) + name.size() + 1);
         else
-            tp.unset.push_back(v.name);
+            tp.unset.emplace_back(name);
     }
 }
 

@@ -65,20 +65,27 @@ struct TorchrunFlags {
 // instead of one per task: each costs slurmstepd a 256 KiB calloc and a
 // scan of the environment.
 struct NodeVar {
-    std::string name;
-    std::string value;    // what user_init writes
-    bool unset = false;   // ... or user_init unsets it
-    bool written = true;  // false: the step's environment held that already
-    bool had = false;     // the step's environment held the name at user_init
-    std::string before;   // ... as "NAME=VALUE"
+    // Offsets into NodeEnv::text, where each string ends in a NUL.
+    uint32_t name = 0, name_len = 0;
+    uint32_t value = 0, value_len = 0;  // what user_init writes
+    uint32_t before = 0;                // "NAME=VALUE" as the step's environment held it at user_init
+    bool unset = false;                 // user_init unsets it instead
+    bool written = true;                // false: the step's environment held that already
+    bool had = false;                   // the step's environment held the name at user_init (before)
 };
 
 // The node's variables in the order the task plan lists them (its sets,
 // then its unsets), so that matching them to a task's plan is one walk.
 struct NodeEnv {
+    // Every name, value and entry, one after another: each task reads all
+    // of them, from caches its writes (256 KiB buffers) have emptied.
+    std::string text;
     std::vector<NodeVar> vars;
     size_t nsets = 0;              // vars[0, nsets) are set, the rest unset
     std::vector<uint32_t> writes;  // the positions user_init writes
+    const char *str(uint32_t offset) const { return text.data() + offset; }
+    std::string_view name(const NodeVar &v) const { return {str(v.name), v.name_len}; }
+    std::string_view value(const NodeVar &v) const { return {str(v.value), v.value_len}; }
 };
 // A bound that keeps a task's record of them small (TaskEnv::intact); the
 // variables past it are simply left to the tasks.
@@ -187,7 +194,9 @@ struct TaskEnv {
     // step's, not the user's, and are dropped where this plan does not set
     // them anew.
     bool inherited;
-    // Per NodeEnv variable: the task still holds it as user_init left it.
+    // The node's variables (null: none), and per variable whether the task
+    // still holds it as user_init left it.
+    const NodeEnv *node = nullptr;
     std::bitset<kMaxNodeVars> intact;
 };
 
@@ -195,6 +204,9 @@ struct TaskPlan {
     std::vector<std::pair<std::string, std::string>> set;
     std::vector<std::string> unset;
     std::string verbose;  // empty unless verbose
+    // The node's variables the plan found the task holding as it would set
+    // them, without an entry (node_holds_twin).
+    std::bitset<kMaxNodeVars> node_seen;
 };
 
 // An error that every task of the node would report alike: the glue
@@ -210,6 +222,11 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp);
 // The node's variables user_init writes, from the step's environment
 // `env` as it is then (node_env.cc); a no-op for an inactive plan.
 void plan_node_env(const EnvIndex &env, NodePlan &np);
+// Whether the twin of `base` the task plan would set to `value` is a node
+// variable the task holds with that value: then it is marked in
+// tp.node_seen and needs no entry.  `cursor` walks the node's variables in
+// their order from one call to the next (start it at 0).
+bool node_holds_twin(const TaskEnv &task, TaskPlan &tp, size_t &cursor, std::string_view base, std::string_view value);
 // Takes out of `tp` (the task's whole plan) what user_init wrote and the
 // task still holds, and puts back what user_init wrote but this task's plan
 // neither sets nor unsets (node_env.cc).

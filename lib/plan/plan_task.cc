@@ -342,16 +342,17 @@ TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
     : global_rank(in.global_rank),
       local_rank(in.local_rank),
       env(in.env, np.node_env ? np.node_env->vars.size() - np.node_env->nsets : 0) {
-    if (const NodeEnv *ne = np.node_env.get()) {
+    if (const NodeEnv *ne = node = np.node_env.get()) {
         // The task's environment started from the step's with user_init's
         // writes in it; where the task still holds them, the plan sees
         // what the step's environment held before.
         for (size_t i = 0; i < ne->vars.size(); i++) {
             const NodeVar &v = ne->vars[i];
-            const char *now = env.get(v.name);
-            const bool kept = v.unset ? now == nullptr : now && v.value == now;
+            const std::string_view name = ne->name(v);
+            const char *now = env.get(name);
+            const bool kept = v.unset ? now == nullptr : now && ne->value(v) == now;
             intact[i] = kept;
-            if (kept && v.written) env.put(v.name, v.had ? v.before.c_str() : nullptr);
+            if (kept && v.written) env.put(name, v.had ? ne->str(v.before) : nullptr);
         }
     }
     step_mark = env.get(DB_STEP_MARK);
