@@ -1,7 +1,9 @@
 /*
  * slurmstepd side.  user_init (once per node, before any task is forked)
- * takes the step-level snapshot and computes the node's plan; task_init (in
- * each task's process, just before exec) computes and writes that task's
+ * takes the step-level snapshot, computes the node's plan and writes what
+ * every task of the node gets alike into the step's environment, which
+ * slurmstepd copies into each task's (exec_task); task_init (in each task's
+ * process, just before exec) computes and writes the rest of that task's
  * variables.  Tasks inherit the node plan through fork.
  */
 #include <stdint.h>
@@ -20,6 +22,16 @@ static int get_u32(spank_t sp, spank_item_t item, const char *name, uint32_t *ou
     spank_err_t e = spank_get_item(sp, item, out);
     if (e != ESPANK_SUCCESS) {
         slurm_error(DB_PREFIX "cannot read %s from Slurm: %s", name, spank_strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* One variable of the step's environment, as the plan says (NULL: unset). */
+static int write_var(spank_t sp, const char *name, const char *value) {
+    spank_err_t e = value ? spank_setenv(sp, name, value, 1) : spank_unsetenv(sp, name);
+    if (e != ESPANK_SUCCESS) {
+        slurm_error(DB_PREFIX "cannot set %s: %s", name, spank_strerror(e));
         return -1;
     }
     return 0;
@@ -87,10 +99,16 @@ int db_remote_user_init(spank_t sp, struct db_glue *g) {
         slurm_error(DB_PREFIX "%s", err);
         goto fail;
     }
-    if (!db_node_plan_active(g->node))
+    if (!db_node_plan_active(g->node)) {
         slurm_debug(DB_PREFIX "inactive: %s", db_node_plan_skip_reason(g->node));
-    else if (eff.mode == DB_MODE_CLOSEST)
+        return 0;
+    }
+    if (eff.mode == DB_MODE_CLOSEST)
         db_remote_closest(sp, &in, g->node, g->cfg.topology_cache); /* the topology, once per node */
+    /* Once for the node what its tasks get alike: slurmstepd pays a 256 KiB
+     * calloc and a scan of the environment for each variable written. */
+    for (size_t i = 0; i < db_node_plan_env_count(g->node); i++)
+        if (write_var(sp, db_node_plan_env_name(g->node, i), db_node_plan_env_value(g->node, i)) != 0) goto fail;
     return 0;
 fail:
     /* Each task will exit 1 in task_init instead.  Returning -1 here would
@@ -139,15 +157,8 @@ int db_remote_task_init(spank_t sp, const struct db_glue *g) {
         goto out;
     }
     n = db_task_plan_count(tp);
-    for (i = 0; i < n; i++) {
-        const char *name = db_task_plan_name(tp, i);
-        const char *value = db_task_plan_value(tp, i);
-        spank_err_t e = value ? spank_setenv(sp, name, value, 1) : spank_unsetenv(sp, name);
-        if (e != ESPANK_SUCCESS) {
-            slurm_error(DB_PREFIX "cannot set %s: %s", name, spank_strerror(e));
-            goto out;
-        }
-    }
+    for (i = 0; i < n; i++)
+        if (write_var(sp, db_task_plan_name(tp, i), db_task_plan_value(tp, i)) != 0) goto out;
     if (db_task_plan_verbose(tp)) slurm_spank_log("%s", db_task_plan_verbose(tp));
     rc = 0;
 out:

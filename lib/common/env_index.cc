@@ -2,7 +2,6 @@
 #include "env_index.hh"
 
 #include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "text.hh"
@@ -39,12 +38,12 @@ uint32_t name_hash(const char *p, size_t n) {
 
 }  // namespace
 
-EnvIndex::EnvIndex(const char *const *env) : env_(env) {
+EnvIndex::EnvIndex(const char *const *env, size_t extra) : env_(env) {
     size_t n = 0;
     if (env)
         while (env[n]) n++;
     size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
+    while (cap < 2 * (n + extra)) cap *= 2;
     if (cap <= kInline) {
         slots_ = inline_;
     } else {
@@ -54,6 +53,7 @@ EnvIndex::EnvIndex(const char *const *env) : env_(env) {
     static_assert(std::is_trivial_v<Slot>);
     std::memset(slots_, 0, cap * sizeof(Slot));  // every slot free
     mask_ = cap - 1;
+    free_ = cap;
     for (size_t i = 0; i < n; i++) {
         const char *e = env[i];
         const char *eq = std::strchr(e, '=');
@@ -61,7 +61,7 @@ EnvIndex::EnvIndex(const char *const *env) : env_(env) {
         const size_t len = static_cast<size_t>(eq - e);
         // No environment holds one (Slurm and exec refuse strings over
         // 128 KiB); kept exact all the same.
-        if (len > std::numeric_limits<uint32_t>::max()) {
+        if (len >= kGone) {
             scan_ = true;
             continue;
         }
@@ -70,6 +70,7 @@ EnvIndex::EnvIndex(const char *const *env) : env_(env) {
             Slot &slot = slots_[s];
             if (!slot.entry) {
                 slot = Slot{e, static_cast<uint32_t>(len), h};
+                free_--;
                 break;
             }
             // A name twice: the first entry is the one a scan finds.
@@ -79,6 +80,9 @@ EnvIndex::EnvIndex(const char *const *env) : env_(env) {
 }
 
 const char *EnvIndex::get(std::string_view name) const {
+    if (!put_.empty())
+        for (auto p = put_.rbegin(); p != put_.rend(); ++p)
+            if (p->first == name) return p->second ? p->second + name.size() + 1 : nullptr;
     // Every name the plan asks for is a plain name; one holding '=' would
     // match entries by their value too, which only a scan answers alike.
     if (scan_ || name.find('=') != std::string_view::npos) return env_get(env_, name);
@@ -89,6 +93,41 @@ const char *EnvIndex::get(std::string_view name) const {
         if (slot.hash == h && slot.name_len == name.size() &&
             (name.empty() || std::memcmp(slot.entry, name.data(), name.size()) == 0))
             return slot.entry + slot.name_len + 1;
+    }
+}
+
+void EnvIndex::put(std::string_view name, const char *entry) {
+    if (name.size() >= kGone || name.find('=') != std::string_view::npos) return;  // no variable's name
+    if (scan_) {
+        put_.emplace_back(name, entry);
+        return;
+    }
+    const uint32_t h = name_hash(name.data(), name.size());
+    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
+        Slot &slot = slots_[s];
+        if (!slot.entry) {
+            if (!entry) {
+                if (!put_.empty()) put_.emplace_back(name, nullptr);  // over an earlier put()
+                return;
+            }
+            // Beyond the room asked for: a list every lookup reads first,
+            // as every lookup must end at a free slot.
+            if (free_ <= 1) {
+                put_.emplace_back(name, entry);
+                return;
+            }
+            slot = Slot{entry, static_cast<uint32_t>(name.size()), h};
+            free_--;
+            return;
+        }
+        if (slot.hash == h && slot.name_len == name.size() &&
+            (name.empty() || std::memcmp(slot.entry, name.data(), name.size()) == 0)) {
+            if (entry)
+                slot.entry = entry;
+            else
+                slot.name_len |= kGone;
+            return;
+        }
     }
 }
 

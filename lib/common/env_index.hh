@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace db {
 
 class EnvIndex {
   public:
-    explicit EnvIndex(const char *const *env);
+    // `extra`: room for that many names put() may add.
+    explicit EnvIndex(const char *const *env, size_t extra = 0);
     EnvIndex(const EnvIndex &) = delete;  // slots_ may point into the object
     EnvIndex &operator=(const EnvIndex &) = delete;
 
@@ -23,12 +26,23 @@ class EnvIndex {
     // or nullptr.
     const char *get(std::string_view name) const;
 
+    // From now on get(name) answers entry's value (entry is "NAME=VALUE"),
+    // or nullptr where entry is nullptr: the task plan sees a task's
+    // environment as it was before dist-bind's own writes of user_init this
+    // way.  `entry` must outlive the index; a name get() did not know takes
+    // one of the `extra` places.  A name holding '=' names no variable and
+    // changes nothing.
+    void put(std::string_view name, const char *entry);
+
   private:
     struct Slot {
         const char *entry;  // NAME=VALUE; nullptr: a free slot
-        uint32_t name_len;
+        uint32_t name_len;  // kGone set: the name is absent (put), the slot still taken
         uint32_t hash;
     };
+    // No name is this long (Slurm and exec refuse strings over 128 KiB), so
+    // a length with this bit never matches a lookup.
+    static constexpr uint32_t kGone = 1u << 31;
     // An environment of up to kInline/2 entries (the usual size) is indexed
     // in place: glibc's malloc takes longer over a block of this size than
     // the whole index does.
@@ -37,8 +51,11 @@ class EnvIndex {
     std::unique_ptr<Slot[]> heap_;
     Slot *slots_;  // open addressing, at most half full
     size_t mask_;  // slots - 1 (a power of two)
+    size_t free_;  // free slots
     const char *const *env_;
     bool scan_ = false;  // a name too long to index: every lookup scans
+    // What put() said where no slot could: every lookup scans, or no room.
+    std::vector<std::pair<std::string_view, const char *>> put_;
 };
 
 }  // namespace db

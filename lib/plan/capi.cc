@@ -110,6 +110,19 @@ const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i) {
     return i < db_node_plan_gpu_count(np) ? np->gpus[0].step[i].c_str() : nullptr;
 }
 
+size_t db_node_plan_env_count(const db_node_plan *np) { return np && np->node_env ? np->node_env->writes.size() : 0; }
+
+const char *db_node_plan_env_name(const db_node_plan *np, size_t i) {
+    if (i >= db_node_plan_env_count(np)) return nullptr;
+    return np->node_env->str(np->node_env->vars[np->node_env->writes[i]].name);
+}
+
+const char *db_node_plan_env_value(const db_node_plan *np, size_t i) {
+    if (i >= db_node_plan_env_count(np)) return nullptr;
+    const db::NodeVar &v = np->node_env->vars[np->node_env->writes[i]];
+    return v.unset ? nullptr : np->node_env->str(v.value);
+}
+
 int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         if (!np || !c) throw db::Error("closest: no plan or no choice");
@@ -135,6 +148,7 @@ int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_pl
             db::TaskPlan plan =
                 np->het && np->active ? db::plan_task(db::het_task_view(*np, task), task) : db::plan_task(*np, task);
             db::add_apptainer_twins(task, plan);
+            db::drop_node_writes(*np, task, plan);
             auto *p = new db_task_plan();
             static_cast<db::TaskPlan &>(*p) = std::move(plan);
             *out = p;

@@ -256,6 +256,15 @@ void db_node_plan_free(db_node_plan *np);
 /* This node's name in the step's node list ("" when Slurm gave none). */
 const char *db_node_plan_node_name(const db_node_plan *np);
 
+/* What every task of the node gets alike: the glue writes these in
+ * user_init, into the step's environment that each task's starts from, so
+ * that each task writes only its own (db_task_plan_*): one spank_setenv per
+ * node instead of one per task.  Entry i: name, value (NULL: unset it).
+ * None for an inactive plan (mode off; batch, extern, interactive steps). */
+size_t db_node_plan_env_count(const db_node_plan *np);
+const char *db_node_plan_env_name(const db_node_plan *np, size_t i);
+const char *db_node_plan_env_value(const db_node_plan *np, size_t i);
+
 /* The step's GPUs on this node as the plan reads them (0 when none). */
 size_t db_node_plan_gpu_count(const db_node_plan *np);
 const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);
@@ -263,7 +272,14 @@ const char *db_node_plan_gpu_id(const db_node_plan *np, size_t i);
  * none).  On error the plan is unchanged and closest acts as rank. */
 int db_node_plan_set_closest(db_node_plan *np, const db_closest_input *c, char *err, size_t errlen);
 
-/* The variables for one task: 0, or -1 (or DB_ERR_NODE) with `err` set. */
+/* The variables one task writes: 0, or -1 (or DB_ERR_NODE) with `err` set.
+ * `in->env` is the task's environment at task_init, which holds what the
+ * glue wrote from db_node_plan_env_* in user_init: the task writes none of
+ * those again unless its environment no longer holds them as written (a
+ * plugin before dist-bind changed them: dist-bind's value wins).  The plan
+ * decides as if those writes had not happened (what the user exported,
+ * what an enclosing step's dist-bind left), and its record (DIST_BIND_SET)
+ * and verbose line cover every variable dist-bind set, the node's too. */
 int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_plan **out, char *err, size_t errlen);
 size_t db_task_plan_count(const db_task_plan *tp);
 const char *db_task_plan_name(const db_task_plan *tp, size_t i);

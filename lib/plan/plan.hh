@@ -1,16 +1,20 @@
 // The plan: from a snapshot of what Slurm said, the user's request and the
 // admin's config, to the variables each task gets.  Computed in two parts:
 // once per node and step (rank variables common to the node, MASTER_*,
-// the step's GPU lists, the task-count check) and once per task (its own
-// GPUs and the lists it sees).
+// the step's GPU lists, the task-count check, and the variables every task
+// of the node gets alike, which user_init writes once) and once per task
+// (its own GPUs and the lists it sees, and what it must write itself).
 #pragma once
 
+#include <bitset>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "db_core.h"
 #include "env_index.hh"
+#include "record.hh"
 #include "text.hh"
 
 namespace db {
@@ -53,6 +57,39 @@ struct TorchrunFlags {
     std::string master_addr, master_port;
     bool rdzv_endpoint = false;  // --rdzv-endpoint typed
 };
+
+// One variable user_init writes into the step's environment, which every
+// task's environment starts from (slurmstepd's exec_task copies it): its
+// value is the same in every task of the node and does not depend on what
+// a task's own environment holds at task_init.  One spank_setenv per node
+// instead of one per task: each costs slurmstepd a 256 KiB calloc and a
+// scan of the environment.
+struct NodeVar {
+    // Offsets into NodeEnv::text, where each string ends in a NUL.
+    uint32_t name = 0, name_len = 0;
+    uint32_t value = 0, value_len = 0;  // what user_init writes
+    uint32_t before = 0;                // "NAME=VALUE" as the step's environment held it at user_init
+    bool unset = false;                 // user_init unsets it instead
+    bool written = true;                // false: the step's environment held that already
+    bool had = false;                   // the step's environment held the name at user_init (before)
+};
+
+// The node's variables in the order the task plan lists them (its sets,
+// then its unsets), so that matching them to a task's plan is one walk.
+struct NodeEnv {
+    // Every name, value and entry, one after another: each task reads all
+    // of them, from caches its writes (256 KiB buffers) have emptied.
+    std::string text;
+    std::vector<NodeVar> vars;
+    size_t nsets = 0;              // vars[0, nsets) are set, the rest unset
+    std::vector<uint32_t> writes;  // the positions user_init writes
+    const char *str(uint32_t offset) const { return text.data() + offset; }
+    std::string_view name(const NodeVar &v) const { return {str(v.name), v.name_len}; }
+    std::string_view value(const NodeVar &v) const { return {str(v.value), v.value_len}; }
+};
+// A bound that keeps a task's record of them small (TaskEnv::intact); the
+// variables past it are simply left to the tasks.
+constexpr size_t kMaxNodeVars = 128;
 
 struct NodePlan {
     bool active = false;
@@ -99,6 +136,10 @@ struct NodePlan {
     // by a plugin that ran before dist-bind there: a container plugin
     // (pyxis) copying the image's environment over the task's.
     std::vector<std::pair<std::string, std::string>> step_values;
+
+    // What user_init writes (node_env.cc); shared, as a heterogeneous step's
+    // task view copies the plan.  Null for an inactive plan.
+    std::shared_ptr<const NodeEnv> node_env;
 };
 
 // The variables an image or a container hook sets and dist-bind sets too
@@ -108,9 +149,41 @@ constexpr const char *kContainerWatched[] = {"RANK",        "WORLD_SIZE",     "L
                                              "NODE_RANK",   "GROUP_RANK",     "GROUP_WORLD_SIZE", "MASTER_ADDR",
                                              "MASTER_PORT", "DIST_BIND_MODE", "DIST_BIND_DEVICE", "DIST_BIND_GPUS"};
 
+// What dist-bind sets in a task; with DB_STEP_MARK naming another step,
+// these came from an enclosing step and are dropped where not set anew.
+constexpr const char *kOwnVars[] = {"RANK",
+                                    "WORLD_SIZE",
+                                    "LOCAL_RANK",
+                                    "LOCAL_WORLD_SIZE",
+                                    "NODE_RANK",
+                                    "GROUP_RANK",
+                                    "GROUP_WORLD_SIZE",
+                                    "DIST_BIND_MODE",
+                                    "DIST_BIND_DEVICE",
+                                    "DIST_BIND_GPUS",
+                                    "DIST_BIND_NUMA",
+                                    "DIST_BIND_NICS",
+                                    "HIP_VISIBLE_DEVICES",
+                                    DB_STEP_MARK,
+                                    DB_MASTER_MARK,
+                                    "DIST_BIND_TASK",
+                                    "PET_NNODES",
+                                    "PET_NODE_RANK",
+                                    "PET_MASTER_ADDR",
+                                    "PET_MASTER_PORT",
+                                    "PET_RDZV_ENDPOINT",
+                                    "PET_RDZV_ID",
+                                    DB_SET_RECORD};
+
 // One task as the task plan reads it (task_init): its ranks and its
 // environment, indexed once, and what that environment says about a
 // dist-bind that ran before, computed once for every part of the plan.
+// The index answers as the environment would without dist-bind's writes of
+// user_init (NodeEnv): every decision that depends on what the step's
+// environment held before dist-bind (an enclosing step's values, a value
+// the user exported) comes out as if the task had written everything.  A
+// node variable the task no longer holds as user_init wrote it (a plugin
+// before dist-bind in task_init changed it) is seen as the task holds it.
 struct TaskEnv {
     TaskEnv(const NodePlan &np, const db_task_input &in);
     uint32_t global_rank, local_rank;
@@ -121,12 +194,19 @@ struct TaskEnv {
     // step's, not the user's, and are dropped where this plan does not set
     // them anew.
     bool inherited;
+    // The node's variables (null: none), and per variable whether the task
+    // still holds it as user_init left it.
+    const NodeEnv *node = nullptr;
+    std::bitset<kMaxNodeVars> intact;
 };
 
 struct TaskPlan {
     std::vector<std::pair<std::string, std::string>> set;
     std::vector<std::string> unset;
     std::string verbose;  // empty unless verbose
+    // The node's variables the plan found the task holding as it would set
+    // them, without an entry (node_holds_twin).
+    std::bitset<kMaxNodeVars> node_seen;
 };
 
 // An error that every task of the node would report alike: the glue
@@ -139,6 +219,20 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
 TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
 // Adds APPTAINERENV_<NAME> for each variable `tp` sets or unsets (twins.cc).
 void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp);
+// The node's variables user_init writes, from the step's environment
+// `env` as it is then (node_env.cc); a no-op for an inactive plan.
+void plan_node_env(const EnvIndex &env, NodePlan &np);
+// Whether the twin of `base` the task plan would set to `value` is a node
+// variable the task holds with that value: then it is marked in
+// tp.node_seen and needs no entry.  `cursor` walks the node's variables in
+// their order from one call to the next (start it at 0).
+bool node_holds_twin(const TaskEnv &task, TaskPlan &tp, size_t &cursor, std::string_view base, std::string_view value);
+// Takes out of `tp` (the task's whole plan) what user_init wrote and the
+// task still holds, and puts back what user_init wrote but this task's plan
+// neither sets nor unsets (node_env.cc).
+void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp);
+// "0,1,...,n-1".
+std::string first_n(size_t n);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);

@@ -405,6 +405,7 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
     for (const char *name : kContainerWatched)
         if (const char *v = env.get(name)) np.step_values.emplace_back(name, v);
     np.active = true;
+    plan_node_env(env, np);
     return np;
 }
 

@@ -11,32 +11,6 @@ namespace db {
 
 namespace {
 
-// What dist-bind sets in a task; with DB_STEP_MARK naming another step,
-// these came from an enclosing step and are dropped where not set anew.
-constexpr const char *kOwnVars[] = {"RANK",
-                                    "WORLD_SIZE",
-                                    "LOCAL_RANK",
-                                    "LOCAL_WORLD_SIZE",
-                                    "NODE_RANK",
-                                    "GROUP_RANK",
-                                    "GROUP_WORLD_SIZE",
-                                    "DIST_BIND_MODE",
-                                    "DIST_BIND_DEVICE",
-                                    "DIST_BIND_GPUS",
-                                    "DIST_BIND_NUMA",
-                                    "DIST_BIND_NICS",
-                                    "HIP_VISIBLE_DEVICES",
-                                    DB_STEP_MARK,
-                                    DB_MASTER_MARK,
-                                    "DIST_BIND_TASK",
-                                    "PET_NNODES",
-                                    "PET_NODE_RANK",
-                                    "PET_MASTER_ADDR",
-                                    "PET_MASTER_PORT",
-                                    "PET_RDZV_ENDPOINT",
-                                    "PET_RDZV_ID",
-                                    DB_SET_RECORD};
-
 // Position of each of `own` in `step`.
 std::vector<size_t> positions(const std::vector<std::string> &step, const std::vector<std::string> &own) {
     std::vector<size_t> pos;
@@ -51,13 +25,6 @@ std::string pick(const std::vector<std::string> &list, const std::vector<size_t>
         if (i) out += ',';
         out += list[idx[i]];
     }
-    return out;
-}
-
-// "0,1,...,n-1".
-std::string first_n(size_t n) {
-    std::string out;
-    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
     return out;
 }
 
@@ -365,12 +332,32 @@ std::string changed_before(const NodePlan &np, const TaskEnv &task) {
 
 }  // namespace
 
+std::string first_n(size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
+    return out;
+}
+
 TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
     : global_rank(in.global_rank),
       local_rank(in.local_rank),
-      env(in.env),
-      step_mark(env.get(DB_STEP_MARK)),
-      inherited(step_mark && step_name(np.job_id, np.step_id) != step_mark) {}
+      env(in.env, np.node_env ? np.node_env->vars.size() - np.node_env->nsets : 0) {
+    if (const NodeEnv *ne = node = np.node_env.get()) {
+        // The task's environment started from the step's with user_init's
+        // writes in it; where the task still holds them, the plan sees
+        // what the step's environment held before.
+        for (size_t i = 0; i < ne->vars.size(); i++) {
+            const NodeVar &v = ne->vars[i];
+            const std::string_view name = ne->name(v);
+            const char *now = env.get(name);
+            const bool kept = v.unset ? now == nullptr : now && ne->value(v) == now;
+            intact[i] = kept;
+            if (kept && v.written) env.put(name, v.had ? ne->str(v.before) : nullptr);
+        }
+    }
+    step_mark = env.get(DB_STEP_MARK);
+    inherited = step_mark && step_name(np.job_id, np.step_id) != step_mark;
+}
 
 TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
     TaskPlan tp;

@@ -3,8 +3,11 @@
   1. per-task cost of the plan (node plan amortised over its 8 tasks + task
      plan, every feature on: bench_plan.c), ours against the plan of
      e50afc0 on the same steps, run alternately, ROUNDS rounds, medians;
-     with the environment writes slurmstepd then does (modelled), and
-     e50afc0's own bench_plan, as information;
+     and with the environment writes slurmstepd then does (modelled on its
+     setenvf: a 256 KiB calloc and a scan per variable; ours writes the
+     node's variables once per node in user_init, e50afc0 writes everything
+     per task), with how many variables each writes per task; e50afc0's own
+     bench_plan (its step, its older write model), as information;
   2. `srun -N2 -n5 --gpus-per-task=1 true` without and with --dist-bind on
      the lab, interleaved, median of 20 each; `scontrol show hostnames`
      (how MMEngine and the enroot PyTorch hook get MASTER_ADDR) beside the
@@ -77,29 +80,34 @@ def plan_figures():
         return statistics.median(r[key] for r in runs)
 
     plan, total = med(ours, "plan_ns"), med(ours, "total_ns")
+    writes = "%d + %d/8 per node" % (ours[0]["vars"], ours[0]["node_vars"])
     print("per-task cost, every feature on (8 tasks, 8 GPUs, rank,verbose, torchrun, enclosing step; "
           "median of %d rounds)" % ROUNDS)
-    print("  %-44s %9s %22s %6s" % ("", "plan", "plan + slurmstepd's", "vars"))
-    print("  %-44s %9s %22s %6s" % ("", "", "writes (modelled)", ""))
-    print("  %-44s %9s %22s %6d" % ("dist-bind", us(plan), us(total), ours[0]["vars"]))
-    print("  %-44s %9s %22s %6d" % ("dist-bind, heterogeneous step", us(med(het, "plan_ns")),
-                                     us(med(het, "total_ns")), het[0]["vars"]))
+    print("  %-44s %9s %22s  %s" % ("", "plan", "plan + slurmstepd's", "writes per task"))
+    print("  %-44s %9s %22s" % ("", "", "writes (modelled)"))
+    print("  %-44s %9s %22s  %s" % ("dist-bind", us(plan), us(total), writes))
+    print("  %-44s %9s %22s  %d + %d/8 per node" % ("dist-bind, heterogeneous step", us(med(het, "plan_ns")),
+                                                   us(med(het, "total_ns")), het[0]["vars"], het[0]["node_vars"]))
     if why_not:
         print("  %s: no baseline: %s" % (BASELINE, why_not))
     else:
         bplan, btotal = med(base, "plan_ns"), med(base, "total_ns")
-        print("  %-44s %9s %22s %6d" % (BASELINE + ", same steps", us(bplan), us(btotal), base[0]["vars"]))
-        print("  %-44s %9s %22s" % (BASELINE + "'s own bench_plan (its step)", "", us(statistics.median(base_own))))
+        print("  %-44s %9s %22s  %d" % (BASELINE + ", same steps", us(bplan), us(btotal), base[0]["vars"]))
+        print("  %-44s %9s %22s" % (BASELINE + "'s own bench_plan (its step, older model)", "",
+                                    us(statistics.median(base_own))))
         print("  plan: dist-bind / %s = %.2f; with the writes: %.2f" % (BASELINE, plan / bplan, total / btotal))
+        print("  writes per task: dist-bind %s (%.2f amortised), %s %d" %
+              (writes, ours[0]["vars"] + ours[0]["node_vars"] / 8.0, BASELINE, base[0]["vars"]))
     figures = {"plan": plan, "total": total}
     goal("per-task cost (bench_plan, every feature on)", us(plan), "<= %g us" % PLAN_GOAL_US,
          plan <= PLAN_GOAL_US * 1e3)
-    if why_not:
-        goal("per-task cost vs %s, same run" % BASELINE, "%s vs no baseline" % us(plan), "below %s's" % BASELINE,
-             False)
-    else:
-        goal("per-task cost vs %s, same run" % BASELINE, "%s vs %s" % (us(plan), us(bplan)),
-             "below %s's" % BASELINE, plan < bplan)
+    for figure, key, mine in (("per-task cost vs %s, same run" % BASELINE, "plan_ns", plan),
+                              ("per-task cost with slurmstepd's writes, vs %s" % BASELINE, "total_ns", total)):
+        if why_not:
+            goal(figure, "%s vs no baseline" % us(mine), "below %s's" % BASELINE, False)
+        else:
+            theirs = med(base, key)
+            goal(figure, "%s vs %s" % (us(mine), us(theirs)), "below %s's" % BASELINE, mine < theirs)
     return figures
 
 

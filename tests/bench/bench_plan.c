@@ -2,10 +2,14 @@
  * Per-task cost of dist-bind in slurmstepd, every feature on: the node
  * plan (once per node, shared by its tasks) plus, per task, the task plan
  * (twins included), timed apart from the environment writes slurmstepd
- * then does for it.  The writes are modelled on Slurm's
- * env_array_overwrite (find NAME=, replace or append); spank_setenv's
- * setenvf also clears a 256 KiB buffer per variable, which is left out:
- * the model is a lower bound of slurmstepd's share.
+ * does for them: the node's variables once per node in user_init, into the
+ * step's environment, which each task's environment then starts from (as
+ * exec_task copies it), and each task's own in its task_init.  A write is
+ * modelled on Slurm's spank_setenv (src/common/env.c, 22.05 to 26.05):
+ * setenvf callocs a 256 KiB buffer, formats the value into it, then
+ * env_array_overwrite scans the environment for NAME= (byte by byte),
+ * replaces the entry or grows the array by one, and the buffer is freed;
+ * spank_unsetenv (unsetenvp) scans the whole environment and closes the gap.
  *
  * The step: 8 tasks per node on 2 nodes, 8 GPUs bound one per task,
  * --dist-bind=rank,verbose, torchrun as the program (its PET_ defaults),
@@ -16,14 +20,17 @@
  * variables in a task's environment.  --het: the same as the second
  * component of a heterogeneous step (srun A : B, one component per node).
  *
- * Prints "plan_ns=P total_ns=T vars=V env=E": the medians over the runs
- * (--runs=N, default 2001) of the plan's cost per task and of plan plus
- * writes, how many variables the plan writes per task and how many the
- * task's environment held.  --show prints one task's plan instead.
+ * Prints "plan_ns=P total_ns=T vars=V node_vars=N env=E": the medians over
+ * the runs (--runs=N, default 2001) of the plan's cost per task and of plan
+ * plus writes (the node's amortised over its 8 tasks), how many variables
+ * one task writes (task 1) and the node writes once, and how many the
+ * task's environment held at task_init.  --show prints what the node and
+ * task 1 write instead.
  *
  * Built against the plan of e50afc0 too (tests/bench/build.mk), with
  * DB_BENCH_E50AFC0: its db_node_input has no lowest rank, container flag
- * or argv, and it plans no heterogeneous step.
+ * or argv, it plans no heterogeneous step, and every task writes all its
+ * variables itself (it has no node variables).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -35,33 +42,82 @@
 
 #include "db_core.h"
 
-enum { TASKS = 8, DEFAULT_RUNS = 2001, ENV_MAX = 256 };
+enum { TASKS = 8, DEFAULT_RUNS = 2001 };
+static const char *const GPU_LISTS[] = {"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"};
 
-/* Slurm's env_array_overwrite: find NAME= and replace, else append. */
-static void env_overwrite(char **env, int *n, const char *name, const char *value) {
-    size_t len = strlen(name);
-    char *entry;
-    if (asprintf(&entry, "%s=%s", name, value) < 0) abort();
-    for (int i = 0; i < *n; i++)
-        if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
-            free(env[i]);
-            env[i] = entry;
-            return;
-        }
-    if (*n + 1 >= ENV_MAX) abort();
-    env[(*n)++] = entry;
-    env[*n] = NULL;
+/* slurmstepd's environment: a NULL-ended array grown one entry at a time. */
+struct env {
+    char **v;
+    int n;
+};
+
+static void *xrealloc(void *p, size_t size) {
+    p = realloc(p, size);
+    if (!p) abort();
+    return p;
 }
 
-static void env_unset(char **env, int *n, const char *name) {
-    size_t len = strlen(name);
-    for (int i = 0; i < *n; i++)
-        if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
-            free(env[i]);
-            env[i] = env[--(*n)];
-            env[*n] = NULL;
-            return;
-        }
+/* _find_name_in_env: the first NAME= entry, or the array's end. */
+static char **find_name(char **env, const char *name) {
+    char **ep = env;
+    for (; *ep; ep++) {
+        size_t c = 0;
+        while ((*ep)[c] == name[c] && name[c] != '\0' && (*ep)[c] != '\0') c++;
+        if (name[c] == '\0' && (*ep)[c] == '=') break;
+    }
+    return ep;
+}
+
+/* spank_setenv -> setenvf -> env_array_overwrite. */
+static void stepd_setenv(struct env *e, const char *name, const char *value) {
+    enum { ENV_BUFSIZE = 256 * 1024 };
+    char *buf = calloc(1, ENV_BUFSIZE), *entry, **ep;
+    if (!buf) abort();
+    snprintf(buf, ENV_BUFSIZE, "%s", value);
+    if (strlen(name) + strlen(buf) + 2 >= ENV_BUFSIZE) abort();
+    if (asprintf(&entry, "%s=%s", name, buf) < 0) abort();
+    ep = find_name(e->v, name);
+    if (*ep) {
+        free(*ep);
+    } else {
+        e->v = xrealloc(e->v, (size_t)(e->n + 2) * sizeof *e->v);
+        ep = &e->v[e->n++];
+        e->v[e->n] = NULL;
+    }
+    *ep = entry;
+    free(buf);
+}
+
+/* spank_unsetenv -> unsetenvp: every NAME= entry out, the rest moved up. */
+static void stepd_unsetenv(struct env *e, const char *name) {
+    char **ep = e->v;
+    while (*(ep = find_name(ep, name))) {
+        free(*ep);
+        memmove(ep, ep + 1, (size_t)(e->v + e->n - ep) * sizeof *ep); /* the NULL too */
+        e->n--;
+    }
+}
+
+/* What Slurm itself does to a task's environment (not timed). */
+static void overwrite(struct env *e, const char *name, const char *value) {
+    char *entry, **ep;
+    if (asprintf(&entry, "%s=%s", name, value) < 0) abort();
+    ep = find_name(e->v, name);
+    if (*ep) {
+        free(*ep);
+    } else {
+        e->v = xrealloc(e->v, (size_t)(e->n + 2) * sizeof *e->v);
+        ep = &e->v[e->n++];
+        e->v[e->n] = NULL;
+    }
+    *ep = entry;
+}
+
+static void write_var(struct env *e, const char *name, const char *value) {
+    if (value)
+        stepd_setenv(e, name, value);
+    else
+        stepd_unsetenv(e, name);
 }
 
 static double now_ns(void) {
@@ -75,21 +131,10 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void add(char **env, int *n, const char *fmt, ...) {
-    char *e;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&e, fmt, ap) < 0) abort();
-    va_end(ap);
-    if (*n + 1 >= ENV_MAX) abort();
-    env[(*n)++] = e;
-    env[*n] = NULL;
-}
-
-/* What slurmstepd holds for local task `local` (or, with local < 0, for the
- * step at user_init) on node 0 of a 2-node, 16-task step 123456.1, or on the
- * node of the second component of a heterogeneous one. */
-static int make_env(char **env, int local, int het) {
+/* What slurmstepd holds for the step at user_init on node 0 of a 2-node,
+ * 16-task step 123456.1, or on the node of the second component of a
+ * heterogeneous one. */
+static void make_step_env(struct env *e, int het) {
     static const char *const fixed[] = {
         "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/user", "USER=user", "SHELL=/bin/bash", "LANG=C.UTF-8",
         "SLURM_JOB_ID=123456", "SLURM_JOBID=123456", "SLURM_STEP_ID=1", "SLURM_STEPID=1", "SLURM_NODELIST=gpu[001-002]",
@@ -142,36 +187,85 @@ static int make_env(char **env, int local, int het) {
                                              "SLURM_NODEID=0",
                                              "SLURM_GTIDS=0,1,2,3,4,5,6,7",
                                              NULL};
-    static const char *const gpu_lists[] = {"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"};
-    int n = 0;
-    for (int i = 0; fixed[i]; i++) env[n++] = strdup(fixed[i]);
-    for (const char *const *s = het ? het_step : plain_step; *s; s++) env[n++] = strdup(*s);
-    env[n] = NULL;
-    for (int i = 0; i < 3; i++) {
-        if (local < 0)
-            add(env, &n, "%s=0,1,2,3,4,5,6,7", gpu_lists[i]);
-        else
-            add(env, &n, "%s=%d", gpu_lists[i], local); /* bound one per task */
-    }
-    if (local >= 0) {
-        add(env, &n, "SLURM_PROCID=%d", (het ? 8 : 0) + local);
-        add(env, &n, "SLURM_LOCALID=%d", local);
-        add(env, &n, "SLURM_TASK_PID=%d", 4000 + local);
-    }
-    return n;
+    const char *const *parts[] = {fixed, het ? het_step : plain_step};
+    e->n = 0;
+    e->v = xrealloc(NULL, sizeof *e->v);
+    e->v[0] = NULL;
+    for (int p = 0; p < 2; p++)
+        for (const char *const *s = parts[p]; *s; s++) {
+            e->v = xrealloc(e->v, (size_t)(e->n + 2) * sizeof *e->v);
+            e->v[e->n++] = strdup(*s);
+            e->v[e->n] = NULL;
+        }
+    for (int i = 0; i < 3; i++) overwrite(e, GPU_LISTS[i], "0,1,2,3,4,5,6,7");
 }
 
-static void free_env(char **env, int n) {
-    for (int i = 0; i < n; i++) free(env[i]);
+/* A task's environment at task_init: the step's as user_init left it
+ * (exec_task's env_array_copy), then what Slurm sets for the task: its
+ * ranks, and its GPU lists narrowed to its own GPU. */
+static void make_task_env(struct env *task, const struct env *step, int local, int het) {
+    char buf[32];
+    task->n = step->n;
+    task->v = xrealloc(NULL, (size_t)(step->n + 1) * sizeof *task->v);
+    for (int i = 0; i < step->n; i++) task->v[i] = strdup(step->v[i]);
+    task->v[task->n] = NULL;
+    snprintf(buf, sizeof buf, "%d", local);
+    for (int i = 0; i < 3; i++) overwrite(task, GPU_LISTS[i], buf); /* bound one per task */
+    snprintf(buf, sizeof buf, "%d", (het ? 8 : 0) + local);
+    overwrite(task, "SLURM_PROCID", buf);
+    snprintf(buf, sizeof buf, "%d", local);
+    overwrite(task, "SLURM_LOCALID", buf);
+    snprintf(buf, sizeof buf, "%d", 4000 + local);
+    overwrite(task, "SLURM_TASK_PID", buf);
 }
+
+static void free_env(struct env *e) {
+    for (int i = 0; i < e->n; i++) free(e->v[i]);
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
+}
+
+/* The node's variables, written once in user_init (none in e50afc0). */
+static size_t node_count(const db_node_plan *np) {
+#ifdef DB_BENCH_E50AFC0
+    (void)np;
+    return 0;
+#else
+    return db_node_plan_env_count(np);
+#endif
+}
+
+static void node_write(struct env *step, const db_node_plan *np, size_t i) {
+#ifdef DB_BENCH_E50AFC0
+    (void)step, (void)np, (void)i;
+#else
+    write_var(step, db_node_plan_env_name(np, i), db_node_plan_env_value(np, i));
+#endif
+}
+
+static void show(const char *who, size_t n, const char *(*name)(const void *, size_t),
+                 const char *(*value)(const void *, size_t), const void *plan) {
+    printf("# %s: %zu\n", who, n);
+    for (size_t i = 0; i < n; i++)
+        if (value(plan, i))
+            printf("%s=%s\n", name(plan, i), value(plan, i));
+        else
+            printf("unset %s\n", name(plan, i));
+}
+#ifndef DB_BENCH_E50AFC0
+static const char *nname(const void *p, size_t i) { return db_node_plan_env_name(p, i); }
+static const char *nvalue(const void *p, size_t i) { return db_node_plan_env_value(p, i); }
+#endif
+static const char *tname(const void *p, size_t i) { return db_task_plan_name(p, i); }
+static const char *tvalue(const void *p, size_t i) { return db_task_plan_value(p, i); }
 
 int main(int argc, char **argv) {
-    static char *step_env[ENV_MAX], *task_env[TASKS][ENV_MAX];
 #ifndef DB_BENCH_E50AFC0
     static const char *const program[] = {"torchrun", "--nnodes=2", "--nproc-per-node=8", "train.py", NULL};
 #endif
-    int runs = DEFAULT_RUNS, het = 0, show = 0, step_n, task_n[TASKS], env_n = 0;
-    size_t vars = 0;
+    int runs = DEFAULT_RUNS, het = 0, show_plan = 0, env_n = 0;
+    size_t vars = 0, node_vars = 0;
     double *plan_ns, *total_ns;
     char err[DB_ERRLEN];
     db_config cfg;
@@ -181,7 +275,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--het") == 0)
             het = 1;
         else if (strcmp(argv[i], "--show") == 0)
-            show = 1;
+            show_plan = 1;
         else if (strncmp(argv[i], "--runs=", 7) == 0 && atoi(argv[i] + 7) > 0)
             runs = atoi(argv[i] + 7);
         else {
@@ -198,12 +292,14 @@ int main(int argc, char **argv) {
     plan_ns = calloc((size_t)runs, sizeof *plan_ns);
     total_ns = calloc((size_t)runs, sizeof *total_ns);
     if (!plan_ns || !total_ns) return 1;
-    step_n = make_env(step_env, -1, het);
     if (db_config_parse(0, NULL, &cfg, err, sizeof err) != 0) return 1;
 
     for (int run = 0; run < runs; run++) {
+        struct env step, task[TASKS];
         db_task_plan *tp[TASKS];
         db_node_plan *np;
+        double plan = 0, writes = 0, t0, t1;
+        make_step_env(&step, het);
         /* A het component's own items: its job id, 1 node, its 8 tasks. */
         db_node_input ni = {.job_id = het ? 123457 : 123456,
                             .step_id = 1,
@@ -211,60 +307,67 @@ int main(int argc, char **argv) {
                             .node_id = 0,
                             .ntasks = het ? TASKS : 16,
                             .local_ntasks = TASKS,
-                            .env = (const char *const *)step_env};
+                            .env = (const char *const *)step.v};
 #ifndef DB_BENCH_E50AFC0
         ni.lowest_rank = 0;
         ni.lowest_rank_known = !het;
         ni.argc = (int)(sizeof program / sizeof program[0]) - 1;
         ni.argv = program;
 #endif
-        for (int t = 0; t < TASKS; t++) task_n[t] = make_env(task_env[t], t, het);
-        if (run == 0) env_n = task_n[1];
-
-        double t0 = now_ns();
+        /* user_init: the node plan, then the node's writes into the step's
+         * environment (the plan's snapshot of it ends there). */
+        t0 = now_ns();
         if (db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) != 0) {
             fprintf(stderr, "node plan: %s\n", err);
             return 1;
         }
+        t1 = now_ns();
+        plan += t1 - t0;
+        for (size_t i = 0; i < node_count(np); i++) node_write(&step, np, i);
+        writes += now_ns() - t1;
+
+        /* task_init in each task, on its copy of the step's environment. */
         for (int t = 0; t < TASKS; t++) {
-            db_task_input ti = {(uint32_t)t, (uint32_t)t, (const char *const *)task_env[t]};
+            make_task_env(&task[t], &step, t, het);
+            if (run == 0 && t == 1) env_n = task[t].n;
+            db_task_input ti = {(uint32_t)t, (uint32_t)t, (const char *const *)task[t].v};
+            t0 = now_ns();
             if (db_task_plan_new(np, &ti, &tp[t], err, sizeof err) != 0) {
                 fprintf(stderr, "task plan: %s\n", err);
                 return 1;
             }
+            t1 = now_ns();
+            for (size_t i = 0; i < db_task_plan_count(tp[t]); i++)
+                write_var(&task[t], db_task_plan_name(tp[t], i), db_task_plan_value(tp[t], i));
+            writes += now_ns() - t1;
+            plan += t1 - t0;
         }
-        double t1 = now_ns();
-        for (int t = 0; t < TASKS; t++)
-            for (size_t i = 0; i < db_task_plan_count(tp[t]); i++) {
-                if (db_task_plan_value(tp[t], i))
-                    env_overwrite(task_env[t], &task_n[t], db_task_plan_name(tp[t], i), db_task_plan_value(tp[t], i));
-                else
-                    env_unset(task_env[t], &task_n[t], db_task_plan_name(tp[t], i));
-            }
-        double t2 = now_ns();
-        if (run == 0) vars = db_task_plan_count(tp[1]);
-        if (show) {
-            /* What the runs measure: task 1's plan. */
-            for (size_t i = 0; i < vars; i++)
-                if (db_task_plan_value(tp[1], i))
-                    printf("%s=%s\n", db_task_plan_name(tp[1], i), db_task_plan_value(tp[1], i));
-                else
-                    printf("unset %s\n", db_task_plan_name(tp[1], i));
+        if (run == 0) {
+            vars = db_task_plan_count(tp[1]);
+            node_vars = node_count(np);
+        }
+        if (show_plan) {
+#ifndef DB_BENCH_E50AFC0
+            show("user_init, once per node", node_vars, nname, nvalue, np);
+#endif
+            show("task_init, task 1", vars, tname, tvalue, tp[1]);
             printf("%s\n", db_task_plan_verbose(tp[1]) ? db_task_plan_verbose(tp[1]) : "(no verbose line)");
             return 0;
         }
+        t0 = now_ns();
         for (int t = 0; t < TASKS; t++) db_task_plan_free(tp[t]);
         db_node_plan_free(np);
-        double t3 = now_ns();
+        plan += now_ns() - t0;
 
-        plan_ns[run] = ((t1 - t0) + (t3 - t2)) / TASKS;
-        total_ns[run] = (t3 - t0) / TASKS;
-        for (int t = 0; t < TASKS; t++) free_env(task_env[t], task_n[t]);
+        plan_ns[run] = plan / TASKS;
+        total_ns[run] = (plan + writes) / TASKS;
+        for (int t = 0; t < TASKS; t++) free_env(&task[t]);
+        free_env(&step);
     }
     qsort(plan_ns, (size_t)runs, sizeof plan_ns[0], cmp);
     qsort(total_ns, (size_t)runs, sizeof total_ns[0], cmp);
-    printf("plan_ns=%.0f total_ns=%.0f vars=%zu env=%d\n", plan_ns[runs / 2], total_ns[runs / 2], vars, env_n);
-    free_env(step_env, step_n);
+    printf("plan_ns=%.0f total_ns=%.0f vars=%zu node_vars=%zu env=%d\n", plan_ns[runs / 2], total_ns[runs / 2], vars,
+           node_vars, env_n);
     free(plan_ns);
     free(total_ns);
     return 0;

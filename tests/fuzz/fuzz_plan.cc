@@ -1,10 +1,13 @@
-// The node and task plans (lib/plan/plan_node.cc, plan_task.cc) on any step environment: a
-// plan or one message, never a crash; and what a plan writes is sane.
+// The node and task plans (lib/plan/plan_node.cc, plan_task.cc, node_env.cc) on any step
+// environment: a plan or one message, never a crash; and what a plan writes is sane.
 // Input: mode byte, then SPANK items, then "NAME=VALUE" lines (the node's
-// environment, then after an empty line the task's additions); a node line
+// environment, then after an empty line the task's additions, which come
+// over the node's writes as Slurm's and a plugin's would); a node line
 // "@WORD" is a word of the program's argv instead (S_JOB_ARGV: torchrun's
 // flags).
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "db_core.h"
@@ -45,10 +48,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::vector<const char *> senv, tenv, args;
     for (const std::string &s : step) (s[0] == '@' ? args : senv).push_back(s.c_str() + (s[0] == '@'));
     senv.push_back(nullptr);
-    for (const char *s : senv)
-        if (s) tenv.push_back(s);
-    for (const std::string &s : task) tenv.push_back(s.c_str());
-    tenv.push_back(nullptr);
     node.env = senv.data();
     node.argc = static_cast<int>(args.size());
     args.push_back(nullptr);
@@ -62,6 +61,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(np != nullptr, "no plan");
     size_t ngpu = db_node_plan_gpu_count(np);
     for (size_t i = 0; i < ngpu; i++) FUZZ_CHECK(db_node_plan_gpu_id(np, i) && *db_node_plan_gpu_id(np, i), "GPU id");
+    // The task's environment: the step's with the node's writes (user_init),
+    // then the task's lines over it.
+    std::vector<std::string> task_env;
+    auto apply = [&](const std::string &name, const char *value) {
+        auto at = std::find_if(task_env.begin(), task_env.end(),
+                               [&](const std::string &e) { return e.compare(0, name.size() + 1, name + "=") == 0; });
+        if (!value) {
+            if (at != task_env.end()) task_env.erase(at);
+        } else if (at != task_env.end()) {
+            *at = name + "=" + value;
+        } else {
+            task_env.push_back(name + "=" + value);
+        }
+    };
+    for (const char *s : senv)
+        if (s) task_env.push_back(s);
+    for (size_t i = 0; i < db_node_plan_env_count(np); i++) {
+        const char *name = db_node_plan_env_name(np, i);
+        FUZZ_CHECK(env_name(name), "node variable name \"%s\"", name ? name : "(null)");
+        apply(name, db_node_plan_env_value(np, i));
+    }
+    for (const std::string &s : task) {
+        const size_t eq = s.find('=');
+        if (eq == std::string::npos || eq == 0)
+            task_env.push_back(s);
+        else
+            apply(s.substr(0, eq), s.c_str() + eq + 1);
+    }
+    for (const std::string &s : task_env) tenv.push_back(s.c_str());
+    tenv.push_back(nullptr);
     db_task_input ti = {global, local, tenv.data()};
     db_task_plan *tp = nullptr;
     if (db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0) {

@@ -4,6 +4,7 @@
 // Every input is also an environment, one entry a line, for the index the
 // plan reads environments through (lib/common/env_index.cc).
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "env_index.hh"
@@ -79,6 +80,43 @@ void numbers(const std::string &s) {
     FUZZ_CHECK(q.size() <= s.size() + 8 && q.size() <= 120 + 8 + 3, "quoted too long");
 }
 
+// put(): the first entry of each name answered anew, alternately as absent
+// and as NAME=again, and 40 names no line has added with no room asked for
+// them (past the room, the index keeps a list): every prefix of every line
+// is then answered as put() said, else as a scan of the environment.
+void env_puts(const std::vector<std::string> &lines, const std::vector<const char *> &env) {
+    std::vector<std::string> names, given;  // given: what put() points at, complete before the first put()
+    for (const std::string &l : lines) {
+        const size_t eq = l.find('=');
+        if (eq == std::string::npos) continue;
+        std::string name = l.substr(0, eq);
+        if (db::env_get(env.data(), name) != l.c_str() + eq + 1) continue;  // a later entry of its name
+        given.push_back(names.size() % 2 ? name + "=again" : std::string());
+        names.push_back(std::move(name));
+    }
+    for (int i = 0; i < 40; i++) {
+        names.push_back("DB_FUZZ_NEW_" + std::to_string(i));
+        given.push_back(names.back() + "=" + std::to_string(i));
+    }
+    db::EnvIndex index(env.data());
+    for (size_t i = 0; i < names.size(); i++) index.put(names[i], given[i].empty() ? nullptr : given[i].c_str());
+    auto expect = [&](std::string_view name) -> const char * {
+        if (name.find('=') == std::string_view::npos)
+            for (size_t i = names.size(); i-- > 0;)  // the last put() of a name wins
+                if (names[i] == name) return given[i].empty() ? nullptr : given[i].c_str() + name.size() + 1;
+        return db::env_get(env.data(), name);
+    };
+    std::vector<std::string> probes(lines);
+    for (const std::string &g : given) probes.push_back(g);
+    for (const std::string &l : probes)
+        for (size_t n = 0; n <= l.size() && n <= 64; n++) {
+            const std::string_view name(l.data(), n);
+            const char *want = expect(name), *got = index.get(name);
+            FUZZ_CHECK(got == want, "\"%.*s\" after put(): the index says %s, want %s", static_cast<int>(n), l.data(),
+                       got ? got : "(none)", want ? want : "(none)");
+        }
+}
+
 // The index finds what a scan finds, the same entry: for every prefix of
 // every line as the name (names with '=', the empty name, a name twice).
 void env_lookups(const std::string &s) {
@@ -95,6 +133,7 @@ void env_lookups(const std::string &s) {
             FUZZ_CHECK(indexed == scan, "\"%.*s\": the index says %s, a scan %s", static_cast<int>(n), l.data(),
                        indexed ? indexed : "(none)", scan ? scan : "(none)");
         }
+    env_puts(lines, env);
 }
 
 }  // namespace

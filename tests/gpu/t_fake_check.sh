@@ -36,10 +36,12 @@ ranks 3 FAKEGPU_NCCL=wrong-sum=2 -- "$CHECK" "${ARGS[@]}"
 # A GPU in exclusive-process mode that a process outside the step holds.
 use_fake "bus=0000:1b:00.0,mode=exclusive;bus=0000:3b:00.0"
 coproc HOLD { one_rank env DIST_BIND_DEVICE=0 "$RANKP" hold; }
+# bash unsets HOLD_PID as soon as the coprocess exits: keep it in a variable of our own.
+hold_pid=$HOLD_PID
 read -r _ <&"${HOLD[0]}"
 ranks 2 -- "$CHECK" "${ARGS[@]}"
 exec {HOLD[1]}>&-
-wait "$HOLD_PID" 2>/dev/null
+wait "$hold_pid" 2>/dev/null
 [[ ${RC[*]} == "1 1" ]] && grep -q "PROBLEM: making the device current failed: .*rank 0 on $host: cudaSetDevice(0): cudaErrorDevicesUnavailable.*exclusive-process" \
     <<<"${OUT[0]}" && ok "an exclusive GPU held outside the step: named" || bad "held GPU (${RC[*]}): ${OUT[0]}"
 

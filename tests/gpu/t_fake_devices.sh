@@ -60,6 +60,8 @@ for r in 0 1; do
         && ok "exclusive GPU, two ranks: rank $r names both" || bad "exclusive pair, rank $r: ${OUT[$r]}"
 done
 coproc HOLD { one_rank env DIST_BIND_DEVICE=0 "$RANKP" hold; }
+# bash unsets HOLD_PID as soon as the coprocess exits: keep it in a variable of our own.
+hold_pid=$HOLD_PID
 read -r held <&"${HOLD[0]}"
 RANK_ENV_1=(DIST_BIND_DEVICE=2)
 ranks 2 -- "$RANKP" none
@@ -68,7 +70,7 @@ for r in 0 1; do
         && ok "exclusive GPU held outside the step: rank $r says so" || bad "held outside ($held), rank $r: ${OUT[$r]}"
 done
 exec {HOLD[1]}>&-
-wait "$HOLD_PID" 2>/dev/null
+wait "$hold_pid" 2>/dev/null
 unset RANK_ENV_1
 out=$(one_rank env DIST_BIND_DEVICE=1 "$PROBE")
 [[ $out == "ERR DISTBIND_ERR_DEVICE"*"cudaSetDevice(1)"*"prohibited compute mode"* ]] && ok "prohibited mode is named" \

@@ -106,7 +106,7 @@ def lab_config():
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
                  cli_filter=None, tree_first=None, slurmd_debug=None, gpu_uuids=False, gpu_types=False,
-                 stepmgr=False, oci=False, nodes=2, tree=None, configless=False):
+                 stepmgr=False, oci=False, nodes=2, tree=None, configless=False, cgroup=None):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -118,10 +118,12 @@ class Lab:
         switches in order, each a hostlist, ';' between them (lab.sh
         --tree); configless: slurmd and every client command fetch their
         configuration from slurmctld (lab.sh --configless): run() runs
-        clients as a login node without slurm.conf."""
+        clients as a login node without slurm.conf.  cgroup: True or False
+        for device cgroups whatever the configuration says (None: as it
+        says)."""
         require_lab()
         self.config = lab_config()
-        self.cgroup = "cgroup" in self.config
+        self.cgroup = "cgroup" in self.config if cgroup is None else cgroup
         if cli_filter is None:
             cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
@@ -179,7 +181,9 @@ class Lab:
             cmd.append("--stepmgr")
         if self.oci:
             cmd.append("--oci")
-        print("(lab: %s%s)" % (" ".join(sorted(self.config)), ", cli_filter" if self.cli_filter else ""))
+        words = (set(self.config) - {"plain", "cgroup"}) | {"cgroup" if self.cgroup else "plain"}
+        print("(lab: %s%s%s%s)" % (" ".join(sorted(words)), ", %d nodes" % self.nodes if self.nodes != 2 else "",
+                                   ", configless" if self.configless else "", ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
         if self.sanitize_dir:
             env["LAB_SLURMD_ENV"] = self._slurmd_env()

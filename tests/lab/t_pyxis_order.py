@@ -12,7 +12,11 @@ MASTER_PORT, WORLD_SIZE.
   stand-in; the image's GPU list never widens what a task is shown;
   verbose says, once per task, what the plugin before it changed.
 - dist-bind before it: the program sees the image's values, and
-  dist-bind-check flags each task OVERWRITTEN, naming the variables."""
+  dist-bind-check flags each task OVERWRITTEN, naming the variables.
+- what a plugin listed before dist-bind sees (tests/lab/helpers/
+  spank_trace.c): nothing of dist-bind's in its user_init; in its
+  task_init the variables every task of the node shares, which dist-bind
+  wrote once in its user_init, and none of the task's own yet."""
 # lab-configs: plain
 # Releases: the default, 22.05 and 26.05 (plugstack order and task_init are Slurm's; 24.11 was run by hand: passed)
 import os
@@ -40,6 +44,14 @@ def build_standin(lab):
     return so
 
 
+def build_trace(lab):
+    so = os.path.join(lab.dir, "spank_trace.so")
+    cc = subprocess.run(["cc", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-o", so,
+                         os.path.join(HERE, "helpers", "spank_trace.c")], capture_output=True, text=True)
+    t.eq(cc.returncode, 0, "the trace plugin builds against this release's spank.h %s" % cc.stderr.strip()[-300:])
+    return so
+
+
 def port(rows):
     return {r.get("MASTER_PORT") for r in rows.values()}
 
@@ -56,6 +68,27 @@ with Lab() as lab:
     lab.plugstack(raw="%s\n%s" % (ours, before_line))
     base = lab.table(SEED + " --dist-bind")
     t.eq(sorted(base), [0, 1, 2, 3, 4], "five tasks")
+
+    print("-- a plugin before dist-bind: the node's variables are there in task_init, the task's not yet")
+    trace = os.path.join(lab.dir, "trace.log")
+    seen = ("WORLD_SIZE", "MASTER_ADDR", "APPTAINERENV_WORLD_SIZE", "CUDA_DEVICE_ORDER", "RANK", "LOCAL_RANK",
+            "DIST_BIND_SET")
+    lab.plugstack(raw="optional %s file=%s vars=%s\n%s" % (build_trace(lab), trace, ",".join(seen), ours))
+    r = lab.srun(SEED + " --dist-bind", [os.path.join(HERE, "probe.sh")])
+    lines = open(trace).read().splitlines() if os.path.exists(trace) else []
+
+    def traced(callback):
+        return [dict(kv.split("=", 1) for kv in l.split()[1:] if kv.split("=", 1)[0] in seen)
+                for l in lines if l.startswith(callback + " ")]
+    t.eq(len(traced("user_init")), 2, "one user_init per node (rc %d, %s)" % (r.returncode, r.stderr.strip()[-300:]))
+    for got in traced("user_init"):
+        t.eq(got, {v: "-" for v in seen}, "user_init before dist-bind's: nothing of dist-bind's")
+    t.eq(len(traced("task_init")), 5, "one task_init per task")
+    for got in traced("task_init"):
+        t.eq(got, {"WORLD_SIZE": "5", "MASTER_ADDR": "node1", "APPTAINERENV_WORLD_SIZE": "5",
+                   "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "RANK": "-", "LOCAL_RANK": "-", "DIST_BIND_SET": "-"},
+             "task_init before dist-bind's: the node's variables from dist-bind's user_init, no task's own")
+    t.eq(sorted(parse_probe(r.stdout)), [0, 1, 2, 3, 4], "and the step runs")
 
     print("-- dist-bind after the stand-in (the packaged order)")
     lab.plugstack(raw="%s\n%s" % (before_line, ours))

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "db_core.h"
+#include "plan_view.h"
 #include "unit.h"
 
 struct row {
@@ -522,7 +523,7 @@ static const struct row rows[] = {
     /* A container plugin before dist-bind (pyxis with an image setting
      * them, enroot's PyTorch hook): dist-bind's values win, verbose says so. */
     {"container plugin before dist-bind", "verbose", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1,
-     TASK("1") "|LOCAL_RANK=0|MASTER_PORT=61234|MASTER_ADDR=node1|WORLD_SIZE=5",
+     TASK("1") "|LOCAL_RANK=0|MASTER_PORT=61234|MASTER_ADDR=image-master|WORLD_SIZE=1",
      RANKVARS("1", "5", "1", "3", "0", "2") "|MASTER_ADDR=node1|DIST_BIND_DEVICE=1", NULL,
      "a plugin that ran before dist-bind in task_init changed WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT "
      "(a container plugin"},
@@ -734,11 +735,12 @@ START_TEST(plan_row) {
     db_config cfg;
     db_request opt, eff;
     db_node_plan *np = NULL;
-    db_task_plan *tp = NULL;
-    db_node_input ni = {r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv,
-                        0,      0,       0};
-    db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
+    struct plan_view v;
+    db_node_input ni = {
+        r->job, r->step, r->nnodes, r->node_id, r->ntasks, r->local_ntasks, (const char *const *)senv, 0,
+        0,      0,       0,         NULL,       0};
 
+    memset(&v, 0, sizeof v);
     if (r->step_env && strstr(r->step_env, EARLY)) ni.container_env_early = 1;
     if (r->step_env && strstr(r->step_env, NODE_DEVICES "="))
         ni.node_devices = atoi(strstr(r->step_env, NODE_DEVICES "=") + strlen(NODE_DEVICES "="));
@@ -760,61 +762,248 @@ START_TEST(plan_row) {
     eff = db_effective(&cfg, r->opt ? &opt : NULL);
 
     rc = db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err);
-    if (rc == 0) rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
+    if (rc == 0) rc = plan_view_new(np, senv, tenv, r->rank, r->local, &v, err, sizeof err);
     if (r->err) {
         ck_assert_msg(rc != 0, "%s: expected an error containing \"%s\", got success", r->name, r->err);
-        ck_assert_msg(tp == NULL, "%s: a failed plan returns no variables", r->name);
+        ck_assert_msg(v.tp == NULL, "%s: a failed plan returns no variables", r->name);
         assert_contains_all(r->name, err, r->err);
     } else {
         ck_assert_msg(rc == 0, "%s: unexpected error: %s", r->name, err);
         char *want = strdup(r->want), *tok, *save = NULL;
-        size_t n = db_task_plan_count(tp);
         if (strcmp(r->want, "!") == 0) {
-            ck_assert_msg(n == 0, "%s: expected no variables, got %zu (first %s)", r->name, n,
-                          n ? db_task_plan_name(tp, 0) : "");
+            ck_assert_msg(v.n == 0, "%s: expected no variables, got %zu (first %s)", r->name, v.n,
+                          v.n ? v.names[0] : "");
         } else {
             for (tok = strtok_r(want, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
-                int found = 0;
+                int at;
                 if (tok[0] == '-' || tok[0] == '~') {
-                    for (size_t i = 0; i < n; i++) {
-                        if (strcmp(db_task_plan_name(tp, i), tok + 1) != 0) continue;
-                        if (tok[0] == '-' && db_task_plan_value(tp, i))
-                            ck_abort_msg("%s: %s must not be set, got \"%s\"", r->name, tok + 1,
-                                         db_task_plan_value(tp, i));
-                        if (tok[0] == '~' && !db_task_plan_value(tp, i)) found = 1;
-                    }
-                    if (tok[0] == '~') ck_assert_msg(found, "%s: %s should be unset", r->name, tok + 1);
+                    at = plan_view_find(&v, tok + 1);
+                    if (tok[0] == '-' && at >= 0 && v.values[at])
+                        ck_abort_msg("%s: %s must not be set, got \"%s\"", r->name, tok + 1, v.values[at]);
+                    if (tok[0] == '~')
+                        ck_assert_msg(at >= 0 && !v.values[at], "%s: %s should be unset", r->name, tok + 1);
                     continue;
                 }
                 char *eq = strchr(tok, '=');
                 *eq = '\0';
-                for (size_t i = 0; i < n && !found; i++) {
-                    if (strcmp(db_task_plan_name(tp, i), tok) != 0) continue;
-                    found = 1;
-                    ck_assert_msg(db_task_plan_value(tp, i) && strcmp(db_task_plan_value(tp, i), eq + 1) == 0,
-                                  "%s: %s: got \"%s\", want \"%s\"", r->name, tok,
-                                  db_task_plan_value(tp, i) ? db_task_plan_value(tp, i) : "(unset)", eq + 1);
+                at = plan_view_find(&v, tok);
+                if (at < 0 && pv_same(pv_get(senv, tok), eq + 1)) {
+                    /* The step held dist-bind's value already: nobody
+                     * writes it again, the task keeps it. */
+                    char **final = plan_view_final(&v);
+                    ck_assert_msg(pv_same(pv_get(final, tok), eq + 1), "%s: %s: got \"%s\", want \"%s\"", r->name, tok,
+                                  pv_get(final, tok) ? pv_get(final, tok) : "(unset)", eq + 1);
+                    free_env(final);
+                    continue;
                 }
-                ck_assert_msg(found, "%s: %s not set (want \"%s\")", r->name, tok, eq + 1);
+                ck_assert_msg(at >= 0, "%s: %s not set (want \"%s\")", r->name, tok, eq + 1);
+                ck_assert_msg(v.values[at] && strcmp(v.values[at], eq + 1) == 0, "%s: %s: got \"%s\", want \"%s\"",
+                              r->name, tok, v.values[at] ? v.values[at] : "(unset)", eq + 1);
             }
         }
         free(want);
         if (r->verbose && *r->verbose)
-            assert_contains_all(r->name, db_task_plan_verbose(tp), r->verbose);
+            assert_contains_all(r->name, db_task_plan_verbose(v.tp), r->verbose);
         else if (r->verbose)
-            ck_assert_msg(db_task_plan_verbose(tp) == NULL, "%s: no verbose line expected", r->name);
-        /* Every variable the table names as set must be a real variable once. */
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = i + 1; j < n; j++)
-                ck_assert_msg(strcmp(db_task_plan_name(tp, i), db_task_plan_name(tp, j)) != 0, "%s: %s set twice",
-                              r->name, db_task_plan_name(tp, i));
+            ck_assert_msg(db_task_plan_verbose(v.tp) == NULL, "%s: no verbose line expected", r->name);
+        /* Each write names a real variable once: the node's, the task's. */
+        for (size_t i = 0; i < db_node_plan_env_count(np); i++)
+            for (size_t j = i + 1; j < db_node_plan_env_count(np); j++)
+                ck_assert_msg(strcmp(db_node_plan_env_name(np, i), db_node_plan_env_name(np, j)) != 0,
+                              "%s: %s written twice by the node", r->name, db_node_plan_env_name(np, i));
+        for (size_t i = 0; i < db_task_plan_count(v.tp); i++)
+            for (size_t j = i + 1; j < db_task_plan_count(v.tp); j++)
+                ck_assert_msg(strcmp(db_task_plan_name(v.tp, i), db_task_plan_name(v.tp, j)) != 0, "%s: %s set twice",
+                              r->name, db_task_plan_name(v.tp, i));
+        /* Writing the node's variables in user_init changes nothing a task
+         * ends up with: the same task planned without them (it then writes
+         * everything itself, as before) leaves the same environment, and
+         * says the same. */
+        {
+            db_task_input alone = {r->rank, r->local, (const char *const *)tenv};
+            db_task_plan *tp = NULL;
+            const char *diff = "";
+            ck_assert_msg(db_task_plan_new(np, &alone, &tp, err, sizeof err) == 0, "%s: alone: %s", r->name, err);
+            char **before = pv_copy(tenv), **after = plan_view_final(&v);
+            for (size_t i = 0; i < db_task_plan_count(tp); i++)
+                before = pv_apply(before, db_task_plan_name(tp, i), db_task_plan_value(tp, i));
+            ck_assert_msg(pv_env_equal(before, after, &diff), "%s: the node's writes change the task's environment: %s",
+                          r->name, diff);
+            ck_assert_msg(pv_same(db_task_plan_verbose(tp), db_task_plan_verbose(v.tp)), "%s: verbose differs:\n%s\n%s",
+                          r->name, db_task_plan_verbose(tp) ? db_task_plan_verbose(tp) : "",
+                          db_task_plan_verbose(v.tp) ? db_task_plan_verbose(v.tp) : "");
+            free_env(before);
+            free_env(after);
+            db_task_plan_free(tp);
+        }
     }
-    db_task_plan_free(tp);
+    plan_view_free(&v);
     db_node_plan_free(np);
     free_env(senv);
     free_env(tenv);
     free_env(argv);
     free_env(job_argv);
+}
+END_TEST
+
+/* --- what the node writes once (user_init) and what each task writes ---------------- */
+/* The seed layout, every feature on: -N2 -n5 --gpus-per-task=1 with the GPU lists
+ * of CUDA, ROCm and OpenCL, srun's three hints, the step's secret, torchrun as the
+ * program, --dist-bind=rank,verbose. */
+#define FULL(l)                                                                                                   \
+    STEP2("3,2")                                                                                                  \
+    GPUS(l)                                                                                                       \
+    "|" DB_RANK0_HINT "=node1|" DB_NODE_RANKS_HINT "=0-1|" DB_DEVICES_HINT "=none,gpus-per-task=1|" DB_SECRET_VAR \
+    "=00ff"
+/* The node's writes for rank mode there, in order: 17 variables, their twins and
+ * the twins of Slurm's lists (rank shows every task the same lists there), the
+ * secret's twin; srun's hints unset.  41 in all. */
+#define NODE_VARS                                                                                               \
+    "WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|DIST_BIND_MODE|" \
+    "DIST_BIND_STEP|DIST_BIND_MASTER|PET_NNODES|PET_MASTER_ADDR|PET_MASTER_PORT|PET_RDZV_ENDPOINT|PET_RDZV_ID|" \
+    "HIP_VISIBLE_DEVICES|CUDA_DEVICE_ORDER"
+#define NODE_TWINS                                                                                                    \
+    "APPTAINERENV_WORLD_SIZE|APPTAINERENV_LOCAL_WORLD_SIZE|APPTAINERENV_NODE_RANK|APPTAINERENV_GROUP_RANK|"           \
+    "APPTAINERENV_GROUP_WORLD_SIZE|APPTAINERENV_MASTER_ADDR|APPTAINERENV_MASTER_PORT|APPTAINERENV_DIST_BIND_MODE|"    \
+    "APPTAINERENV_DIST_BIND_STEP|APPTAINERENV_DIST_BIND_MASTER|APPTAINERENV_PET_NNODES|APPTAINERENV_PET_MASTER_ADDR|" \
+    "APPTAINERENV_PET_MASTER_PORT|APPTAINERENV_PET_RDZV_ENDPOINT|APPTAINERENV_PET_RDZV_ID|"                           \
+    "APPTAINERENV_CUDA_VISIBLE_DEVICES|APPTAINERENV_ROCR_VISIBLE_DEVICES|APPTAINERENV_GPU_DEVICE_ORDINAL|"            \
+    "APPTAINERENV_HIP_VISIBLE_DEVICES|APPTAINERENV_CUDA_DEVICE_ORDER|APPTAINERENV_DIST_BIND_SECRET"
+#define NODE_UNSETS "~" DB_RANK0_HINT "|~" DB_NODE_RANKS_HINT "|~" DB_DEVICES_HINT
+/* Each task's own: 10 variables and 7 twins (Slurm's lists' twins are the node's). */
+#define TASK_VARS                                                                                                \
+    "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|" \
+    "DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"                   \
+    "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"                      \
+    "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET"
+
+static const struct hoist_row {
+    const char *name, *opt;
+    uint32_t node_id, local_ntasks, rank, local;
+    const char *step_env; /* at user_init */
+    const char *own;      /* what Slurm set for the task over the step's (before task_init) */
+    const char *plugin;   /* what a plugin before dist-bind set over the task's in task_init */
+    size_t node_n;        /* the node's writes, */
+    const char *node;     /* in order: NAME, ~NAME for an unset */
+    size_t task_n;        /* the task's */
+    const char *task;
+    const char *verbose;
+} hoist_rows[] = {
+    {"seed, rank 1 on node1", "rank,verbose", 0, 3, 1, 1, FULL("0,1,2"), TASK("1"), "", 41,
+     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17, TASK_VARS, "rank=1/5 host=node1 local_rank=1/3"},
+    {"seed, rank 4 on node2", "rank,verbose", 1, 2, 4, 1, FULL("0,1"), TASK("1"), "", 41,
+     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17, TASK_VARS, "rank=4/5 host=node2 local_rank=1/2"},
+    /* pyxis before dist-bind copied an image's WORLD_SIZE and MASTER_PORT over the
+     * task's: those two again (dist-bind's values win), said once. */
+    {"a container plugin changed two of the node's", "rank,verbose", 0, 3, 2, 2, FULL("0,1,2"), TASK("2"),
+     "WORLD_SIZE=1|MASTER_PORT=61234", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 19,
+     "RANK|WORLD_SIZE|LOCAL_RANK|MASTER_PORT|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|"
+     "GPU_DEVICE_ORDINAL|DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
+     "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
+     "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET",
+     "a plugin that ran before dist-bind in task_init changed WORLD_SIZE, MASTER_PORT (a container plugin"},
+    /* ... and one that put a hint back and dropped a twin. */
+    {"a container plugin undid an unset and a twin", "rank", 0, 3, 0, 0, FULL("0,1,2"), TASK("0"),
+     DB_NODE_RANKS_HINT "=0-1|APPTAINERENV_MASTER_ADDR=", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 19,
+     "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
+     "DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
+     "APPTAINERENV_MASTER_ADDR|APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
+     "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET|~" DB_NODE_RANKS_HINT,
+     NULL},
+    /* A value the node would write the step held already (the user's MASTER_ADDR):
+     * not written at all (its twin is). */
+    {"the user's MASTER_ADDR is no write", "rank", 0, 3, 1, 1, FULL("0,1,2") "|MASTER_ADDR=head0", TASK("1"), "", 40,
+     "WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_PORT|DIST_BIND_MODE|DIST_BIND_STEP|"
+     "DIST_BIND_MASTER|PET_NNODES|PET_MASTER_ADDR|PET_MASTER_PORT|PET_RDZV_ENDPOINT|PET_RDZV_ID|HIP_VISIBLE_DEVICES|"
+     "CUDA_DEVICE_ORDER|" NODE_TWINS "|" NODE_UNSETS,
+     17, TASK_VARS, NULL},
+    /* isolate: each task's lists differ, so do their twins (and HIP_VISIBLE_DEVICES). */
+    {"seed, isolate", "isolate", 0, 3, 1, 1, FULL("0,1,2"), TASK("1"), "", 36,
+     "WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|DIST_BIND_MODE|"
+     "DIST_BIND_STEP|DIST_BIND_MASTER|PET_NNODES|PET_MASTER_ADDR|PET_MASTER_PORT|PET_RDZV_ENDPOINT|PET_RDZV_ID|"
+     "CUDA_DEVICE_ORDER|APPTAINERENV_WORLD_SIZE|APPTAINERENV_LOCAL_WORLD_SIZE|APPTAINERENV_NODE_RANK|"
+     "APPTAINERENV_GROUP_RANK|APPTAINERENV_GROUP_WORLD_SIZE|APPTAINERENV_MASTER_ADDR|APPTAINERENV_MASTER_PORT|"
+     "APPTAINERENV_DIST_BIND_MODE|APPTAINERENV_DIST_BIND_STEP|APPTAINERENV_DIST_BIND_MASTER|APPTAINERENV_PET_NNODES|"
+     "APPTAINERENV_PET_MASTER_ADDR|APPTAINERENV_PET_MASTER_PORT|APPTAINERENV_PET_RDZV_ENDPOINT|"
+     "APPTAINERENV_PET_RDZV_ID|APPTAINERENV_CUDA_DEVICE_ORDER|APPTAINERENV_DIST_BIND_SECRET|" NODE_UNSETS,
+     22,
+     "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
+     "HIP_VISIBLE_DEVICES|DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
+     "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_CUDA_VISIBLE_DEVICES|"
+     "APPTAINERENV_ROCR_VISIBLE_DEVICES|APPTAINERENV_GPU_DEVICE_ORDINAL|APPTAINERENV_HIP_VISIBLE_DEVICES|"
+     "APPTAINERENV_DIST_BIND_DEVICE|APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET",
+     NULL},
+    /* Nothing asked: nothing written, by the node or the task. */
+    {"mode off", "off", 0, 3, 1, 1, FULL("0,1,2"), TASK("1"), "", 0, "", 0, "", NULL},
+};
+
+/* "A|~B" against what was written, in order. */
+static void assert_writes(const char *row, const char *who, size_t n, const char *(*name)(const void *, size_t),
+                          const char *(*value)(const void *, size_t), const void *plan, size_t want_n,
+                          const char *want) {
+    char got[4096] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s%s", i ? "|" : "", value(plan, i) ? "" : "~",
+                 name(plan, i));
+    ck_assert_msg(n == want_n, "%s: %zu writes by the %s, want %zu: %s", row, n, who, want_n, got);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: the %s writes\n  %s\nwant\n  %s", row, who, got, want);
+}
+static const char *node_name(const void *p, size_t i) { return db_node_plan_env_name(p, i); }
+static const char *node_value(const void *p, size_t i) { return db_node_plan_env_value(p, i); }
+static const char *task_name(const void *p, size_t i) { return db_task_plan_name(p, i); }
+static const char *task_value(const void *p, size_t i) { return db_task_plan_value(p, i); }
+
+START_TEST(hoisted) {
+    const struct hoist_row *r = &hoist_rows[_i];
+    static const char *const program[] = {"torchrun", "--nproc-per-node=1", "train.py", NULL};
+    char err[DB_ERRLEN] = "", **senv = make_env(r->step_env), **task = pv_copy(senv), **own = make_env(r->own),
+         **plugin = make_env(r->plugin);
+    db_config cfg;
+    db_request opt, eff;
+    db_node_plan *np = NULL;
+    db_task_plan *tp = NULL;
+    db_node_input ni = {7, 0, 2, r->node_id, 5, r->local_ntasks, (const char *const *)senv, r->node_id ? 3 : 0,
+                        1, 0, 3, program,    0};
+
+    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
+    ck_assert(db_request_parse(r->opt, &opt, err, sizeof err) == 0);
+    eff = db_effective(&cfg, &opt);
+    ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "%s: %s", r->name, err);
+    assert_writes(r->name, "node", db_node_plan_env_count(np), node_name, node_value, np, r->node_n, r->node);
+    /* The task's environment: the step's as user_init left it, what Slurm
+     * sets for the task, what a plugin before dist-bind set. */
+    for (size_t i = 0; i < db_node_plan_env_count(np); i++)
+        task = pv_apply(task, db_node_plan_env_name(np, i), db_node_plan_env_value(np, i));
+    for (char **layer[] = {own, plugin, NULL}, ***l = layer; *l; l++)
+        for (char **e = *l; *e; e++) {
+            char *eq = strchr(*e, '=');
+            *eq = '\0';
+            task = pv_apply(task, *e, eq[1] ? eq + 1 : NULL); /* NAME= : the plugin dropped it */
+            *eq = '=';
+        }
+    db_task_input ti = {r->rank, r->local, (const char *const *)task};
+    ck_assert_msg(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0, "%s: %s", r->name, err);
+    assert_writes(r->name, "task", db_task_plan_count(tp), task_name, task_value, tp, r->task_n, r->task);
+    if (r->verbose) assert_contains_all(r->name, db_task_plan_verbose(tp), r->verbose);
+    /* dist-bind's values win over the plugin's, and the record covers
+     * the node's variables as well as the task's. */
+    for (size_t i = 0; i < db_task_plan_count(tp); i++)
+        task = pv_apply(task, db_task_plan_name(tp, i), db_task_plan_value(tp, i));
+    if (r->node_n) {
+        char out[256];
+        ck_assert_str_eq(pv_get(task, "WORLD_SIZE"), "5");
+        ck_assert_msg(pv_get(task, DB_NODE_RANKS_HINT) == NULL, "%s: the hint is gone", r->name);
+        ck_assert(db_set_record_mismatches(pv_get(task, "DIST_BIND_SET"), (const char *const *)task, out, sizeof out,
+                                           err, sizeof err) == 0);
+        ck_assert_msg(strcmp(out, "") == 0, "%s: the record disagrees on %s", r->name, out);
+        ck_assert_msg(strstr(pv_get(task, "DIST_BIND_SET"), "WORLD_SIZE:") != NULL, "%s: the record", r->name);
+    }
+    db_task_plan_free(tp);
+    db_node_plan_free(np);
+    free_env(senv);
+    free_env(task);
+    free_env(own);
+    free_env(plugin);
 }
 END_TEST
 
@@ -828,20 +1017,19 @@ START_TEST(hashed_ports) {
     char seen[64][8];
     ck_assert(db_config_parse(argc, (const char *const *)argv, &cfg, err, sizeof err) == 0);
     for (uint32_t step = 0; step < 10; step++) {
-        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
-        db_task_input ti = {0, 0, (const char *const *)tenv};
+        db_node_input ni = {123456, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
         db_node_plan *np;
-        db_task_plan *tp;
+        struct plan_view v;
         ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
-        ck_assert(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0);
-        for (size_t i = 0; i < db_task_plan_count(tp); i++)
-            if (strcmp(db_task_plan_name(tp, i), "MASTER_PORT") == 0)
-                snprintf(seen[step], sizeof seen[step], "%s", db_task_plan_value(tp, i));
+        ck_assert(plan_view_new(np, senv, tenv, 0, 0, &v, err, sizeof err) == 0);
+        int at = plan_view_find(&v, "MASTER_PORT");
+        ck_assert(at >= 0 && v.values[at]);
+        snprintf(seen[step], sizeof seen[step], "%s", v.values[at]);
         int port = atoi(seen[step]);
         ck_assert_msg(port >= 20000 && port <= 20009, "step %u: port %d outside 20000-20009", step, port);
         for (uint32_t s = 0; s < step; s++)
             ck_assert_msg(strcmp(seen[s], seen[step]) != 0, "steps %u and %u share port %s", s, step, seen[s]);
-        db_task_plan_free(tp);
+        plan_view_free(&v);
         db_node_plan_free(np);
     }
     free_env(senv);
@@ -869,7 +1057,8 @@ START_TEST(node_wide_errors) {
         db_task_plan *tp = NULL;
         int nt = c == 1 ? 2 : 5, local = c == 1 ? 2 : 3;
         ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0, 0};
+        db_node_input ni = {7, 0, c == 1 ? 1 : 2, 0, (uint32_t)nt, (uint32_t)local, (const char *const *)senv, 0, 0,
+                            0, 0, NULL,           0};
         db_task_input ti = {1, 1, (const char *const *)tenv};
         ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0, "case %zu: %s", c, err);
         int rc = db_task_plan_new(np, &ti, &tp, err, sizeof err);
@@ -889,24 +1078,27 @@ START_TEST(set_record) {
     db_config cfg;
     db_request eff = {DB_MODE_RANK, 0, 0, 0};
     db_node_plan *np = NULL;
-    db_task_plan *tp = NULL;
+    struct plan_view v;
     ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0};
-    db_task_input ti = {1, 1, (const char *const *)tenv};
+    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
     ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
-    ck_assert_msg(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0, "%s", err);
-    /* The program's environment: what the plan set (and nothing it unset). */
-    const char *env[64] = {NULL}, *record = NULL;
-    char buf[64][256];
+    ck_assert_msg(plan_view_new(np, senv, tenv, 1, 1, &v, err, sizeof err) == 0, "%s", err);
+    /* The program's environment: what the node and the task plan set (and
+     * nothing they unset). */
+    const char *env[128] = {NULL}, *record = NULL;
+    char buf[128][256];
     size_t n = 0;
-    for (size_t i = 0; i < db_task_plan_count(tp) && n < 60; i++) {
-        if (!db_task_plan_value(tp, i)) continue;
-        snprintf(buf[n], sizeof buf[n], "%s=%s", db_task_plan_name(tp, i), db_task_plan_value(tp, i));
-        if (strcmp(db_task_plan_name(tp, i), "DIST_BIND_SET") == 0) record = db_task_plan_value(tp, i);
+    for (size_t i = 0; i < v.n && n < 120; i++) {
+        if (!v.values[i]) continue;
+        snprintf(buf[n], sizeof buf[n], "%s=%s", v.names[i], v.values[i]);
+        if (strcmp(v.names[i], "DIST_BIND_SET") == 0) record = v.values[i];
         env[n] = buf[n];
         n++;
     }
     ck_assert_msg(record != NULL, "the task plan sets DIST_BIND_SET");
+    /* ... which covers the node's variables too. */
+    ck_assert_msg(strstr(record, "WORLD_SIZE:") && strstr(record, "MASTER_PORT:") && strstr(record, "RANK:"),
+                  "the record names the node's and the task's: %s", record);
     ck_assert(db_set_record_mismatches(record, env, out, sizeof out, err, sizeof err) == 0);
     ck_assert_msg(strcmp(out, "") == 0, "nothing changed, got \"%s\"", out);
     /* An image's LOCAL_RANK and MASTER_PORT copied over the task's after dist-bind. */
@@ -921,7 +1113,7 @@ START_TEST(set_record) {
     ck_assert(db_set_record_mismatches("RANK=1", env, out, sizeof out, err, sizeof err) == -1);
     assert_contains_all("malformed record", err, "DIST_BIND_SET=\"RANK=1\"&is not NAME:HASH");
     ck_assert(db_set_record_mismatches(NULL, env, out, sizeof out, err, sizeof err) == 0 && out[0] == '\0');
-    db_task_plan_free(tp);
+    plan_view_free(&v);
     db_node_plan_free(np);
     free_env(senv);
     free_env(tenv);
@@ -932,6 +1124,7 @@ int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("rows");
     tcase_add_loop_test(tc, plan_row, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_loop_test(tc, hoisted, 0, (int)(sizeof hoist_rows / sizeof hoist_rows[0]));
     tcase_add_test(tc, hashed_ports);
     tcase_add_test(tc, node_wide_errors);
     tcase_add_test(tc, set_record);
