@@ -55,6 +55,11 @@
 // With DIST_BIND_TCP_INSECURE=1 on every rank there are no proofs (Hello
 // and the message go in one write, rank 0 answers with Welcome or Reject,
 // as before there were secrets).
+//
+// Rank 0 answers a Hello of another protocol (a rank of another release)
+// with a Mismatch instead of its challenge, and both ends fail naming both
+// releases once each has checked the other's proof (without a secret, at
+// once): see wire.hh, "another release".
 #pragma once
 
 #include <functional>

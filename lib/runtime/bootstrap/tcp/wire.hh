@@ -144,8 +144,11 @@ enum class Mode : uint8_t {
 // proof good sends its own proof over the same (a Proof) and fails naming
 // both releases; the server fails only once that proof holds, so a
 // stranger's Hello of another protocol gets a Mismatch and is dropped, as
-// any stranger is.  Protocol 4 (libdistbind 0.1.0 and 0.2.0) sends no
-// version of its own; a server of a later protocol names it by its number.
+// any stranger is.  Without a secret on both ends the Mismatch carries no
+// proof and both fail at once.  Protocol 4 (libdistbind 0.1.0 and 0.2.0)
+// sends no version of its own; a later release names it by its number.
+// 0.1.0 predates the Mismatch: it drops a Hello of another protocol as a
+// stranger's.
 
 // The protocol this process speaks and its library's version.
 struct Release {
