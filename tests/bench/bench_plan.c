@@ -68,37 +68,8 @@ static char **find_name(char **env, const char *name) {
     return ep;
 }
 
-/* spank_setenv -> setenvf -> env_array_overwrite. */
-static void stepd_setenv(struct env *e, const char *name, const char *value) {
-    enum { ENV_BUFSIZE = 256 * 1024 };
-    char *buf = calloc(1, ENV_BUFSIZE), *entry, **ep;
-    if (!buf) abort();
-    snprintf(buf, ENV_BUFSIZE, "%s", value);
-    if (strlen(name) + strlen(buf) + 2 >= ENV_BUFSIZE) abort();
-    if (asprintf(&entry, "%s=%s", name, buf) < 0) abort();
-    ep = find_name(e->v, name);
-    if (*ep) {
-        free(*ep);
-    } else {
-        e->v = xrealloc(e->v, (size_t)(e->n + 2) * sizeof *e->v);
-        ep = &e->v[e->n++];
-        e->v[e->n] = NULL;
-    }
-    *ep = entry;
-    free(buf);
-}
-
-/* spank_unsetenv -> unsetenvp: every NAME= entry out, the rest moved up. */
-static void stepd_unsetenv(struct env *e, const char *name) {
-    char **ep = e->v;
-    while (*(ep = find_name(ep, name))) {
-        free(*ep);
-        memmove(ep, ep + 1, (size_t)(e->v + e->n - ep) * sizeof *ep); /* the NULL too */
-        e->n--;
-    }
-}
-
-/* What Slurm itself does to a task's environment (not timed). */
+/* What Slurm itself does to a task's environment (not timed), and the
+ * last step of each of dist-bind's writes: env_array_overwrite. */
 static void overwrite(struct env *e, const char *name, const char *value) {
     char *entry, **ep;
     if (asprintf(&entry, "%s=%s", name, value) < 0) abort();
@@ -111,6 +82,28 @@ static void overwrite(struct env *e, const char *name, const char *value) {
         e->v[e->n] = NULL;
     }
     *ep = entry;
+}
+
+/* spank_setenv -> setenvf (the value through a zeroed 256 KiB buffer) ->
+ * env_array_overwrite. */
+static void stepd_setenv(struct env *e, const char *name, const char *value) {
+    enum { ENV_BUFSIZE = 256 * 1024 };
+    char *buf = calloc(1, ENV_BUFSIZE);
+    if (!buf) abort();
+    snprintf(buf, ENV_BUFSIZE, "%s", value);
+    if (strlen(name) + strlen(buf) + 2 >= ENV_BUFSIZE) abort();
+    overwrite(e, name, buf);
+    free(buf);
+}
+
+/* spank_unsetenv -> unsetenvp: every NAME= entry out, the rest moved up. */
+static void stepd_unsetenv(struct env *e, const char *name) {
+    char **ep = e->v;
+    while (*(ep = find_name(ep, name))) {
+        free(*ep);
+        memmove(ep, ep + 1, (size_t)(e->v + e->n - ep) * sizeof *ep); /* the NULL too */
+        e->n--;
+    }
 }
 
 static void write_var(struct env *e, const char *name, const char *value) {

@@ -20,7 +20,10 @@ overlay's /etc/passwd (Apptainer as root needs capabilities these machines
 withhold; users run it unprivileged, in a user namespace), and the root is
 entered with pivot_root (release.sh): Apptainer aborts in a chroot.
 """
-# lab-configs: plain cgroup
+# lab-configs: cgroup
+# (Device cgroups only: the variables inside are the same without them, and
+# with them the GPUs a task can open inside are the device cgroup's; a
+# second configuration would add 2.5 minutes and check nothing more.)
 # lab-releases: 26.05 (Apptainer is packaged in Debian sid only)
 import hashlib
 import os
