@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`srun --async` (26.05, issue 17 item 3): the step is created and
+"""`srun --async` (new in Slurm 26.05): the step is created and
 launched by the job's step manager, and srun never runs its
 slurm_spank_local_user_init, where dist-bind draws the step's secret and
 hands the nodes what only srun knows (rank 0's node and the nodes' order,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""More than one GPU type per task (issue 17, item 6): from 25.05
+"""More than one GPU type per task: from 25.05
 `--gpus-per-task=a100:1,v100:1` asks for one of each, and Slurm binds the
 sum (SLURMD_TRES_BIND per_task:2, SLURM_TRES_PER_TASK naming both types).
 dist-bind must count k=2 GPUs per task: device LOCAL_RANK*2 in rank mode,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The lab writes to no cgroup but its own (issue 17, item 7).
+"""The lab writes to no cgroup but its own.
 
 Slurm 25.05 and later slurmd (cgroup v1) reset the memory and cpuset
 limits of the cgroup they start in.  Here that cgroup is the machine's, not

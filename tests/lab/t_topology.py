@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Rank 0 placed by network topology (issue 17, item 2).
+"""Rank 0 placed by network topology.
 
 With topology/tree and node2's leaf switch listed first, Slurm 26.05 puts
 task 0 on node2 although node1 is the step's first node; older releases

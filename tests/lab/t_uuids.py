@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""GPU lists by UUID (issue 17, item 5): Slurm 26.05's gres.conf
+"""GPU lists by UUID: Slurm 26.05's gres.conf
 Flags=env_uuid puts the GPUs' UUIDs in CUDA_VISIBLE_DEVICES (per task and
 for the step) while SLURM_STEP_GPUS keeps node indices.  The lab's GPUs are
 found by Slurm's own gpu/nvidia AutoDetect, which from 25.11 reads the
