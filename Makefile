@@ -19,7 +19,7 @@
 #
 # Versions: VERSION holds the one release number (0.2.0).  From it come the
 # .deb and .rpm versions (debian/changelog's top entry must equal it:
-# tests/unit/t_version.sh), distbind.pc, distbind_version(),
+# tests/repo/t_version.sh), distbind.pc, distbind_version(),
 # DISTBIND_VERSION_MAJOR/MINOR/PATCH (the generated, installed
 # distbind_version.h) and the line the plugin logs when slurmd loads it.
 # DB_ABI below is libdistbind's binary interface: soname libdistbind.so.$(DB_ABI),
@@ -177,9 +177,9 @@ bench:
 	@tests/bench/run.sh
 
 format-check:
-	@tests/unit/t_format.sh
+	@tests/repo/t_format.sh
 format:
-	@tests/unit/t_format.sh --fix
+	@tests/repo/t_format.sh --fix
 
 install: $(INSTALL_TARGETS)
 

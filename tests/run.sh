@@ -5,7 +5,7 @@
 #
 # Runs, in this order: test binaries built into build/tests/ (unit tests
 # under ASan/UBSan), then the scripts tests/<level>/t_*.{sh,py} of the levels
-# unit, topology, exchange, pkg, lab, gpu.  Exit status 77 means skipped.
+# repo, unit, topology, exchange, pkg, lab, gpu.  Exit status 77 means skipped.
 # With DIST_BIND_CI=1 (set by .ci/run) a skip is a failure everywhere but in
 # tests/gpu, which needs a GPU that CI does not have.
 #
@@ -36,7 +36,7 @@ ROOT=$PWD
 LOGS=$ROOT/build/test-logs
 mkdir -p "$LOGS"
 TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
-LEVELS=(unit topology exchange pkg lab gpu)
+LEVELS=(repo unit topology exchange pkg lab gpu)
 LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup})
 LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/release.sh list)})
 PARTIAL_RELEASES=" ${DIST_BIND_LAB_PARTIAL-24.11} "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sources follow .clang-format (clang-format 14): `make format-check`,
-# and this test of make check.  `tests/unit/t_format.sh --fix` (make format)
+# and this test of make check.  `tests/repo/t_format.sh --fix` (make format)
 # rewrites them in place.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
