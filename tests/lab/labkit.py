@@ -94,13 +94,23 @@ class Test:
 def lab_config():
     """The lab configuration this run is for (tests/run.sh sets
     DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
-    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes), and
-    a Slurm release such as "24.11" (releasekit)."""
+    words, "plain", "cgroup" (task/cgroup, ConstrainDevices=yes, cgroup
+    v1) or "cgroup2" (the same on cgroup v2, in the guest of
+    tests/lab/guest.sh), and a Slurm release such as "24.11" (releasekit)."""
     words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
-    unknown = {w for w in words - {"plain", "cgroup"} if not releasekit.RELEASE_WORD.match(w)}
+    unknown = {w for w in words - {"plain", "cgroup", "cgroup2"} if not releasekit.RELEASE_WORD.match(w)}
     if unknown:
         raise SystemExit("DIST_BIND_LAB_CONFIG: unknown words %s" % sorted(unknown))
+    if {"cgroup", "cgroup2"} <= words:
+        raise SystemExit("DIST_BIND_LAB_CONFIG: cgroup or cgroup2, not both")
     return words
+
+
+def lab_sh_args():
+    """lab.sh up's arguments for this configuration, for a test that starts
+    a lab by hand: --cgroup2 in the cgroup v2 guest (a lab there needs
+    cgroup/v2 without systemd); none otherwise."""
+    return ["--cgroup2"] if "cgroup2" in lab_config() else []
 
 
 class Lab:
@@ -121,7 +131,9 @@ class Lab:
         clients as a login node without slurm.conf."""
         require_lab()
         self.config = lab_config()
-        self.cgroup = "cgroup" in self.config
+        # Device cgroups (ConstrainDevices=yes), on cgroup v1 or v2.
+        self.cgroup_v2 = "cgroup2" in self.config
+        self.cgroup = "cgroup" in self.config or self.cgroup_v2
         if cli_filter is None:
             cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
@@ -166,7 +178,7 @@ class Lab:
         if self.resv_ports:
             cmd.append("--resv-ports")
         if self.cgroup:
-            cmd.append("--cgroup")
+            cmd.append("--cgroup2" if self.cgroup_v2 else "--cgroup")
         if self.cli_filter:
             cmd += ["--cli-filter", self.cli_filter]
         if self.tree_first:
