@@ -179,6 +179,14 @@ net_node() {
     nsenter -t "$pid" --net sh -c "ip link set lo up && ip addr add $V2_NET.$((i + 2))/24 dev eth0 && ip link set eth0 up"
 }
 
+# The holder's pid file is written (0), or the command that was to write
+# it is gone (2: it never will be).
+holder_up() {
+    [ ! -s "$1" ] || return 0
+    kill -0 "$2" 2>/dev/null || return 2
+    return 1
+}
+
 # The bridge; each veth went with its node's namespace.
 net_down() {
     local d=$1 br
@@ -221,14 +229,27 @@ node_procs_left() {
     return 1
 }
 
-stop_pidfile() {
-    local f=$1 pid
-    [ -s "$f" ] || return 0
-    pid=$(cat "$f")
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-    pid_alive "$pid" || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    wait_for 10 eval "! pid_alive $pid" || kill -KILL "$pid" 2>/dev/null || true
+# TERM the processes of these pid files all at once, then wait for them
+# (at most 10 s) and KILL what is left.
+stop_pidfiles() {
+    local f pid pids=()
+    for f in "$@"; do
+        [ -s "$f" ] || continue
+        pid=$(cat "$f")
+        [[ "$pid" =~ ^[0-9]+$ ]] || continue
+        pid_alive "$pid" || continue
+        kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    wait_for 10 none_alive "${pids[@]}" || true
+    for pid in "${pids[@]}"; do
+        ! pid_alive "$pid" || kill -KILL "$pid" 2>/dev/null || true
+    done
+}
+
+none_alive() {
+    local pid
+    for pid in "$@"; do ! pid_alive "$pid" || return 1; done
 }
 
 # The lab's node names (DIR/nodes; node1 and node2 for a lab made before it).
@@ -247,9 +268,8 @@ cmd_down() {
         wait_for 30 eval '! node_procs_left "$d"' || true
     fi
     local n
-    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/slurmd.pid"; done
-    stop_pidfile "$d/slurmctld.pid"
-    stop_pidfile "$d/munged.pid"
+    stop_pidfiles $(for n in $(lab_nodes "$d"); do echo "$d/$n/slurmd.pid"; done)
+    stop_pidfiles "$d/slurmctld.pid" "$d/munged.pid"
     # Whatever is still inside the nodes' namespaces was started by this
     # lab: TERM, then KILL what ignores it.
     local pid left
@@ -265,7 +285,7 @@ cmd_down() {
     fi
     left=$(ns_pids "$d" | tr '\n' ' ')
     [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
-    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/holder.pid"; done
+    stop_pidfiles $(for n in $(lab_nodes "$d"); do echo "$d/$n/holder.pid"; done)
     cgroup_remove "$d"
     net_down "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
@@ -512,7 +532,7 @@ CLIENT
 
     export SLURM_CONF=$d/slurm.conf
     slurmctld -c -i >"$d/slurmctld.out" 2>&1 || die "slurmctld failed: $(tail -5 "$d/slurmctld.log")"
-    local c binds slurmd_args
+    local c binds slurmd_args upids=()
     for n in "${nodes[@]}"; do
         mkdir -p "$d/$n/spool"
         # Slurm 25.05+ slurmd (cgroup v1) resets the memory and cpuset
@@ -548,11 +568,17 @@ CLIENT
             >"$d/$n/slurmd.out" 2>&1 &
         local upid=$! i=${n#node}
         if [ "$cgroup" = 2 ]; then
-            wait_for 30 test -s "$d/$n/holder.pid" && net_node "$d" $((i - 1)) "$(cat "$d/$n/holder.pid")" \
-                || die "$n: no network namespace"
+            # The guest's slurmds start at once (each takes seconds there).
+            wait_for 30 holder_up "$d/$n/holder.pid" $upid && net_node "$d" $((i - 1)) "$(cat "$d/$n/holder.pid")" \
+                || die "$n: no network namespace: $(cat "$d/$n/slurmd.out")"
             : >"$d/$n/net.ok"
+            upids+=("$n:$upid")
+        else
+            wait $upid || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
         fi
-        wait $upid || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
+    done
+    for n in "${upids[@]}"; do
+        wait "${n#*:}" || die "slurmd ${n%%:*} failed: $(tail -5 "$d/${n%%:*}/slurmd.log" 2>/dev/null; cat "$d/${n%%:*}/slurmd.out")"
     done
     if ! wait_for $((30 + nnodes / 2)) lab_ready "$d"; then
         timeout 5 sinfo -N >&2 || true
