@@ -45,6 +45,8 @@ if [ -d "$REPO/build/test-logs" ]; then
     mount "${P9[@]}" logs "$REPO/build/test-logs" || { say "cannot mount the test logs"; echo 125 >/mnt/guest/rc; off; }
 fi
 hostname guest
+# mmdebstrap makes no /etc/hosts; the lab binds its own over it per node.
+[ -e /etc/hosts ] || echo "127.0.0.1 localhost" >/etc/hosts
 ip link set lo up
 say "up; running the command"
 

@@ -61,11 +61,12 @@ PACKAGES=(
     python3 iproute2 util-linux procps mount hostname
 )
 # The libraries dist-bind's plugin and tools link or load (libsodium,
-# hwloc, PMI2, PMIx): their names differ by suite.
+# hwloc, PMI2, PMIx): their names differ by suite.  Slurm's mpi/pmix
+# plugin (22.05, 24.11) loads libpmix.so, which only libpmix-dev has.
 suite_packages() {
     case $1 in
-        bookworm) echo libsodium23 libhwloc15 libpmi2-0 libpmix2 ;;
-        trixie) echo libsodium23 libhwloc15 libpmi2-0t64 libpmix2t64 ;;
+        bookworm) echo libsodium23 libhwloc15 libpmi2-0 libpmix2 libpmix-dev ;;
+        trixie) echo libsodium23 libhwloc15 libpmi2-0t64 libpmix2t64 libpmix-dev ;;
         sid) echo libsodium26 libhwloc15 libpmi2-0t64 libpmix2t64 ;;
     esac
 }
