@@ -141,7 +141,7 @@ all: build-all
 
 include lib/common/build.mk lib/plan/build.mk lib/topo/build.mk lib/runtime/build.mk \
         spank/build.mk tools/build.mk packaging/build.mk \
-        tests/unit/build.mk tests/gpu/build.mk tests/fuzz/build.mk tests/bench/build.mk
+        tests/unit/build.mk tests/gpu/build.mk tests/lab/build.mk tests/fuzz/build.mk tests/bench/build.mk
 
 build-all: $(BUILD_TARGETS)
 
@@ -153,19 +153,39 @@ deps:
 # The lab and package tests run again on every other Slurm release
 # tests/lab/release.sh knows (each in its own Debian root, made once and
 # cached under build/roots/, built into build/slurm-RELEASE/);
-# check-quick leaves those out.
+# The cgroup v2 tests run in a guest per release (tests/lab/guest.sh, 22.05
+# and 26.05: DIST_BIND_GUEST_RELEASES); its files are made while the
+# releases build.  check-quick leaves the other releases and the guests out;
+# check-cgroup2 runs only the guests' tests.  make check boots the guests
+# in the background from the start of the tests (one vCPU each, one after
+# the other), beside the other tests: after them they would add about 25
+# minutes (DIST_BIND_GUEST_BACKGROUND= for that).
 check: deps release-build
-	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
-	@tests/run.sh $(T)
+	@$(MAKE) --no-print-directory build-all $(TEST_BINS) $(LAB_BINS)
+	@DIST_BIND_GUEST_BACKGROUND=$${DIST_BIND_GUEST_BACKGROUND-1} tests/run.sh $(T)
 
 check-quick: deps
-	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
-	@DIST_BIND_LAB_RELEASES= tests/run.sh $(T)
+	@$(MAKE) --no-print-directory build-all $(TEST_BINS) $(LAB_BINS)
+	@DIST_BIND_LAB_RELEASES= DIST_BIND_GUEST_RELEASES= tests/run.sh $(T)
 
+check-cgroup2: deps release-build
+	@$(MAKE) --no-print-directory build-all $(TEST_BINS) $(LAB_BINS)
+	@DIST_BIND_LAB_CONFIGS=cgroup2 tests/run.sh lab
+
+# The guests' files (a Debian root each: minutes, cached under build/guest/)
+# in the background while the releases build; where no guest can run, the
+# tests say why.
 release-build:
-	@for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do tests/lab/release.sh build $$r lab-bins || exit 1; done
+	@mkdir -p build; \
+	(for r in $${DIST_BIND_GUEST_RELEASES-22.05 26.05}; do tests/lab/guest.sh image $$r || true; done) \
+	    >build/guest-images.log 2>&1 & gpid=$$!; \
+	rc=0; \
+	for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do \
+	    tests/lab/release.sh build $$r lab-bins || { rc=1; break; }; \
+	done; \
+	wait $$gpid; grep -h '^guest: ' build/guest-images.log || true; exit $$rc
 
-.PHONY: lab-bins
+.PHONY: lab-bins check-cgroup2
 lab-bins: build-all $(LAB_BINS)
 
 demo: deps

@@ -15,9 +15,10 @@ pkgs=(
   libsodium-dev                        # the TCP bootstrap's HMAC-SHA256
   clang-14 libclang-rt-14-dev          # make fuzz (libFuzzer)
   clang-format-14                      # make format-check
-  mmdebstrap                           # the Debian 13 root of the Slurm 24.11 lab
+  mmdebstrap                           # the Debian roots of the 24.11 and 26.05 labs and of the guests
   python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev  # MPI under --dist-bind
   crun                                 # Slurm's --container (OCI)
+  qemu-system-x86 zstd xz-utils e2fsprogs  # the cgroup v2 guest (tests/lab/guest.sh)
 )
 missing=()
 for p in "${pkgs[@]}"; do

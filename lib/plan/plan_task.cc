@@ -34,6 +34,34 @@ bool is_first_n(const std::vector<std::string> &list) {
     return true;
 }
 
+// Whether the step's GPU binding is "none" (--gpu-bind=none), as Slurm tells
+// the task in SLURMD_TRES_BIND: "gpu:none" (22.05), "gres/gpu:none" (23.11
+// on), options after the colon separated by ',', TRES by '+'.
+bool gpu_bind_none(const char *tres_bind) {
+    if (!tres_bind) return false;
+    const std::string tb = tres_bind;
+    size_t start = 0;
+    while (start <= tb.size()) {
+        size_t end = tb.find('+', start);
+        if (end == std::string::npos) end = tb.size();
+        const std::string tres = tb.substr(start, end - start);
+        const size_t colon = tres.find(':');
+        const std::string name = tres.substr(0, colon);
+        if (colon != std::string::npos && (name == "gpu" || name == "gres/gpu")) {
+            const std::string opts = tres.substr(colon + 1);
+            size_t o = 0;
+            while (o <= opts.size()) {
+                size_t comma = opts.find(',', o);
+                if (comma == std::string::npos) comma = opts.size();
+                if (opts.compare(o, comma - o, "none") == 0 && comma - o == 4) return true;
+                o = comma + 1;
+            }
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
 // Unset what an enclosing step's dist-bind set and this plan does not set.
 void drop_inherited(const TaskEnv &task, TaskPlan &tp) {
     if (!task.inherited) return;
@@ -82,6 +110,19 @@ class TaskGpus {
                 untrusted_ = true;
                 break;
             }
+        // Slurm bound no GPU per task (--gpu-bind=none) and still gave the
+        // task a narrower list than the step's: 26.05 does so on a node
+        // whose step GPUs do not start at the node's GPU 0 (another job
+        // holds it): every task there gets the same one GPU.  That list is
+        // no binding, and no task's own GPU.
+        if (task_list_ && !untrusted_ && mine_ != step_ && gpu_bind_none(task_.env.get("SLURMD_TRES_BIND"))) {
+            notes_.push_back(quoted(primary.name, task_list_) + " is narrower than the step's GPUs on node " +
+                             np_.host + " (" + join(step_) + ") under " +
+                             quoted("SLURMD_TRES_BIND", task_.env.get("SLURMD_TRES_BIND")) +
+                             " (Slurm bound no GPU per task): ignored, the task's GPUs come from the step's list");
+            mine_ = step_;
+            untrusted_ = true;
+        }
         if (confined()) return keep_slurms_lists();
         choose_own();
         choose_visible();

@@ -5,12 +5,18 @@
 # own address in 127/8 (nodeI is 127.0.0.(I+1)), port, spool and fake GPUs.
 #
 #   lab.sh up   [--nodes N] [--cpus N] [--gpus N] [--plugin SO] [--dir DIR] [--resv-ports]
-#               [--cgroup] [--cli-filter LUA] [--tree-first NODE] [--tree SWITCHES]
+#               [--cgroup | --cgroup2] [--cli-filter LUA] [--tree-first NODE] [--tree SWITCHES]
 #               [--gpu-uuids] [--gpu-types] [--stepmgr] [--oci] [--configless]
 #               [--release 24.11]
 #               -> prints DIR (--resv-ports: MpiParams=ports, so every step
 #                  gets SLURM_STEP_RESV_PORTS; --cgroup: task/cgroup and
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
+#                  --cgroup2: the same on cgroup v2 (CgroupPlugin=cgroup/v2,
+#                  IgnoreSystemd=yes), on a machine whose only cgroup
+#                  hierarchy is v2 (the guest of tests/lab/guest.sh); each
+#                  node then also has a network namespace of its own, its
+#                  address 10.201.0.(I+1) on a veth to a bridge that holds
+#                  the controller's 10.201.0.1;
 #                  --cli-filter: cli_filter/lua with that script;
 #                  --tree-first: topology/tree, NODE's leaf switch first;
 #                  --tree: topology/tree with these leaf switches in this
@@ -83,8 +89,9 @@ pid_alive() {
     # PID 1 here reaps zombies slowly: a zombie counts as gone.
     local pid=$1 st
     [ -r "/proc/$pid/stat" ] || return 1
-    st=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1)
-    [ "$st" != Z ] && [ "$st" != X ]
+    # Gone between the test and the read: as gone.
+    st=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
 # The processes of this lab's nodes: everything inside the mount namespaces
@@ -129,9 +136,77 @@ for c in $HIDDEN_CONTROLLERS; do
 done
 cgroup_dir() { local b; b=$(basename "$1"); echo "/sys/fs/cgroup/$2/dist-bind-lab.${b#dist-bind-lab.}.$3"; }
 
+# --cgroup2 (a machine with cgroup v2 alone, the guest): Slurm's own
+# hierarchy in the one tree, each slurmd's steps under the scope that names
+# its node (system.slice/nodeI_slurmstepd.scope), so the two slurmds never
+# share a cgroup; one such lab at a time on a machine.
+v2_only() { [ -f /sys/fs/cgroup/cgroup.controllers ] && ! grep -qv '^0::' /proc/self/cgroup; }
+
+# Slurm 22.05's cgroup/v2 without systemd expects system.slice, with the
+# controllers it uses enabled in the root's and its own subtree_control
+# (else "Controller memory is not enabled!", and srun still exits 0).
+v2_prepare() {
+    local ctl="+cpuset +cpu +memory +pids"
+    echo "$ctl" >/sys/fs/cgroup/cgroup.subtree_control
+    mkdir -p /sys/fs/cgroup/system.slice
+    echo "$ctl" >/sys/fs/cgroup/system.slice/cgroup.subtree_control
+}
+
+# Each node of a --cgroup2 lab in a network namespace of its own: a veth
+# from a bridge that holds the controller's address, V2_NET.1, to the
+# node's eth0 with V2_NET.(I+1).  The names come from the lab's folder.
+V2_NET=10.201.0
+net_name() { echo "db$(echo "$1" | md5sum | cut -c1-6)$2"; }
+
+net_up() {
+    local d=$1 br
+    br=$(net_name "$d" br)
+    ! ip -o addr show | grep -q " $V2_NET.1/" || die "another --cgroup2 lab holds $V2_NET.1 on this machine"
+    modprobe -a bridge veth 2>/dev/null || true
+    ip link add "$br" type bridge || die "cannot make the bridge $br"
+    echo "$br" >"$d/net"
+    ip addr add "$V2_NET.1/24" dev "$br"
+    ip link set "$br" up
+}
+
+# net_node DIR INDEX PID: the veth into the network namespace of PID.
+net_node() {
+    local d=$1 i=$2 pid=$3 veth br
+    br=$(cat "$d/net")
+    veth=$(net_name "$d" "n$i")
+    ip link add "$veth" type veth peer name eth0 netns "$pid" || return 1
+    ip link set "$veth" master "$br" up || return 1
+    nsenter -t "$pid" --net sh -c "ip link set lo up && ip addr add $V2_NET.$((i + 2))/24 dev eth0 && ip link set eth0 up"
+}
+
+# The holder's pid file is written (0), or the command that was to write
+# it is gone (2: it never will be).
+holder_up() {
+    [ ! -s "$1" ] || return 0
+    kill -0 "$2" 2>/dev/null || return 2
+    return 1
+}
+
+# The bridge; each veth went with its node's namespace.
+net_down() {
+    local d=$1 br
+    [ -f "$d/net" ] || return 0
+    br=$(cat "$d/net")
+    ! ip link show "$br" >/dev/null 2>&1 || ip link del "$br" || echo "lab: could not remove the bridge $br" >&2
+}
+
 cgroup_remove() {
     local d=$1 c n dir
     [ -f "$d/cgroup" ] || return 0
+    if [ "$(cat "$d/cgroup")" = 2 ]; then
+        for n in $(lab_nodes "$d"); do
+            dir=/sys/fs/cgroup/system.slice/${n}_slurmstepd.scope
+            [ -d "$dir" ] || continue
+            find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
+            [ ! -d "$dir" ] || echo "lab: could not remove $dir" >&2
+        done
+        return 0
+    fi
     for n in $(lab_nodes "$d"); do
         for c in $CGROUP_CONTROLLERS; do
             dir=$(cgroup_dir "$d" "$c" "$n")
@@ -154,14 +229,27 @@ node_procs_left() {
     return 1
 }
 
-stop_pidfile() {
-    local f=$1 pid
-    [ -s "$f" ] || return 0
-    pid=$(cat "$f")
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-    pid_alive "$pid" || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    wait_for 10 eval "! pid_alive $pid" || kill -KILL "$pid" 2>/dev/null || true
+# TERM the processes of these pid files all at once, then wait for them
+# (at most 10 s) and KILL what is left.
+stop_pidfiles() {
+    local f pid pids=()
+    for f in "$@"; do
+        [ -s "$f" ] || continue
+        pid=$(cat "$f")
+        [[ "$pid" =~ ^[0-9]+$ ]] || continue
+        pid_alive "$pid" || continue
+        kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    done
+    [ ${#pids[@]} -gt 0 ] || return 0
+    wait_for 10 none_alive "${pids[@]}" || true
+    for pid in "${pids[@]}"; do
+        ! pid_alive "$pid" || kill -KILL "$pid" 2>/dev/null || true
+    done
+}
+
+none_alive() {
+    local pid
+    for pid in "$@"; do ! pid_alive "$pid" || return 1; done
 }
 
 # The lab's node names (DIR/nodes; node1 and node2 for a lab made before it).
@@ -180,9 +268,8 @@ cmd_down() {
         wait_for 30 eval '! node_procs_left "$d"' || true
     fi
     local n
-    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/slurmd.pid"; done
-    stop_pidfile "$d/slurmctld.pid"
-    stop_pidfile "$d/munged.pid"
+    stop_pidfiles $(for n in $(lab_nodes "$d"); do echo "$d/$n/slurmd.pid"; done)
+    stop_pidfiles "$d/slurmctld.pid" "$d/munged.pid"
     # Whatever is still inside the nodes' namespaces was started by this
     # lab: TERM, then KILL what ignores it.
     local pid left
@@ -198,8 +285,9 @@ cmd_down() {
     fi
     left=$(ns_pids "$d" | tr '\n' ' ')
     [ -z "$left" ] || echo "lab: processes still in the nodes' namespaces: $left" >&2
-    for n in $(lab_nodes "$d"); do stop_pidfile "$d/$n/holder.pid"; done
+    stop_pidfiles $(for n in $(lab_nodes "$d"); do echo "$d/$n/holder.pid"; done)
     cgroup_remove "$d"
+    net_down "$d"
     [ -n "${LAB_KEEP:-}" ] || rm -rf "$d"
 }
 
@@ -212,6 +300,7 @@ cmd_up() {
             --configless) configless=1; shift ;;
             --tree) tree=$2; shift 2 ;;
             --cgroup) cgroup=1; shift ;;
+            --cgroup2) cgroup=2; shift ;;
             --cli-filter) cli_filter=$2; shift 2 ;;
             --cpus) cpus=$2; shift 2 ;;
             --gpus) gpus=$2; shift 2 ;;
@@ -266,6 +355,7 @@ cmd_up() {
     done
 
     local gres_node="" task_plugin=task/none proctrack=proctrack/pgid half=$((gpus / 2))
+    local ctl_addr=127.0.0.1 node_net=127.0.0.
     [ "$gpus" -gt 0 ] && gres_node="Gres=gpu:$gpus"
     [ "$types" = 1 ] && gres_node="Gres=gpu:a100:$half,gpu:v100:$((gpus - half))"
     if [ "$cgroup" = 1 ]; then
@@ -282,6 +372,24 @@ CONF
         for n in "${nodes[@]}"; do
             for c in $CGROUP_CONTROLLERS; do mkdir -p "$(cgroup_dir "$d" "$c" "$n")"; done
         done
+    elif [ "$cgroup" = 2 ]; then
+        v2_only || die "--cgroup2 needs a machine whose only cgroup hierarchy is v2 at /sys/fs/cgroup (this one has v1 hierarchies too; run it in the guest: tests/lab/guest.sh)"
+        task_plugin=task/cgroup proctrack=proctrack/cgroup
+        echo 2 >"$d/cgroup"
+        {
+            echo "CgroupPlugin=cgroup/v2"
+            # No systemd in the guest: slurmd makes its scope itself.
+            echo "IgnoreSystemd=yes"
+            # 22.05 mounts nothing itself without it; later releases call
+            # the option defunct.
+            [[ "$(slurmd -V)" =~ \ 22\. ]] && echo "CgroupAutomount=yes"
+            echo "ConstrainDevices=yes"
+            echo "ConstrainCores=no"
+            echo "ConstrainRAMSpace=no"
+        } >"$d/cgroup.conf"
+        v2_prepare
+        net_up "$d" "${#nodes[@]}"
+        ctl_addr=$V2_NET.1 node_net=$V2_NET.
     fi
     if [ -n "$cli_filter" ]; then
         [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/cli_filter_lua.so ] || die "--cli-filter needs Slurm's cli_filter/lua"
@@ -309,7 +417,7 @@ CONF
     fi
     cat >"$d/slurm.conf" <<CONF
 ClusterName=lab
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost=localhost($ctl_addr)
 SlurmctldPort=$ctl_port
 SlurmUser=root
 SlurmdUser=root
@@ -359,7 +467,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=20
 $(for i in "${!nodes[@]}"; do
-    echo "NodeName=${nodes[$i]} NodeHostname=${nodes[$i]} NodeAddr=127.0.0.$((i + 2)) Port=${port[$i]} CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN"
+    echo "NodeName=${nodes[$i]} NodeHostname=${nodes[$i]} NodeAddr=$node_net$((i + 2)) Port=${port[$i]} CPUs=$cpus RealMemory=1000 $gres_node State=UNKNOWN"
   done)
 PartitionName=lab Nodes=$all Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
@@ -398,7 +506,7 @@ CONF
     fi
     {
         echo "127.0.0.1 localhost"
-        for i in "${!nodes[@]}"; do echo "127.0.0.$((i + 2)) ${nodes[$i]}"; done
+        for i in "${!nodes[@]}"; do echo "$node_net$((i + 2)) ${nodes[$i]}"; done
     } >"$d/hosts"
     # Before slurmd or a client has a configuration it finds munged at the
     # default socket only: a tmpfs on /run of the node's (or login node's)
@@ -416,7 +524,7 @@ CONF
 #!/bin/sh
 # A login node of this configless lab: CMD in a mount namespace of its own
 # without slurm.conf, fetching the configuration from slurmctld.
-exec unshare --mount --propagation private sh -c "$own_run && { [ ! -d /etc/slurm ] || $etc; } && exec env -u SLURM_CONF SLURM_CONF_SERVER=127.0.0.1:$ctl_port \\"\\\$@\\"" sh "\$@"
+exec unshare --mount --propagation private sh -c "$own_run && { [ ! -d /etc/slurm ] || $etc; } && exec env -u SLURM_CONF SLURM_CONF_SERVER=$ctl_addr:$ctl_port \\"\\\$@\\"" sh "\$@"
 CLIENT
         chmod 755 "$d/client"
     fi
@@ -424,7 +532,7 @@ CLIENT
 
     export SLURM_CONF=$d/slurm.conf
     slurmctld -c -i >"$d/slurmctld.out" 2>&1 || die "slurmctld failed: $(tail -5 "$d/slurmctld.log")"
-    local c binds slurmd_args
+    local c binds slurmd_args upids=()
     for n in "${nodes[@]}"; do
         mkdir -p "$d/$n/spool"
         # Slurm 25.05+ slurmd (cgroup v1) resets the memory and cpuset
@@ -444,13 +552,33 @@ CLIENT
         slurmd_args="-N $n"
         if [ "$configless" = 1 ]; then
             binds+="$own_run && "
-            slurmd_args="--conf-server 127.0.0.1:$ctl_port -N $n"
+            slurmd_args="--conf-server $ctl_addr:$ctl_port -N $n"
+        fi
+        # --cgroup2: a network namespace too, which gets its veth from
+        # here once the holder runs in it; slurmd waits for that.
+        local netns="" gate=""
+        if [ "$cgroup" = 2 ]; then
+            netns=--net
+            gate="while [ ! -e '$d/$n/net.ok' ]; do sleep 0.1; done && "
         fi
         # The namespace is recorded before slurmd starts, so `down` finds
         # every process of the node, whatever happens next.
-        unshare --uts --mount --propagation private sh -c \
-            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && exec env $([ "$configless" = 1 ] && echo "-u SLURM_CONF") ${LAB_SLURMD_ENV:-} slurmd $slurmd_args" \
-            >"$d/$n/slurmd.out" 2>&1 || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
+        unshare $netns --uts --mount --propagation private sh -c \
+            "hostname $n && mount --bind '$d/hosts' /etc/hosts && $binds readlink /proc/self/ns/mnt >'$d/$n/mntns' && { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$d/$n/holder.pid'; } && $gate exec env $([ "$configless" = 1 ] && echo "-u SLURM_CONF") ${LAB_SLURMD_ENV:-} slurmd $slurmd_args" \
+            >"$d/$n/slurmd.out" 2>&1 &
+        local upid=$! i=${n#node}
+        if [ "$cgroup" = 2 ]; then
+            # The guest's slurmds start at once (each takes seconds there).
+            wait_for 30 holder_up "$d/$n/holder.pid" $upid && net_node "$d" $((i - 1)) "$(cat "$d/$n/holder.pid")" \
+                || die "$n: no network namespace: $(cat "$d/$n/slurmd.out")"
+            : >"$d/$n/net.ok"
+            upids+=("$n:$upid")
+        else
+            wait $upid || die "slurmd $n failed: $(tail -5 "$d/$n/slurmd.log" 2>/dev/null; cat "$d/$n/slurmd.out")"
+        fi
+    done
+    for n in "${upids[@]}"; do
+        wait "${n#*:}" || die "slurmd ${n%%:*} failed: $(tail -5 "$d/${n%%:*}/slurmd.log" 2>/dev/null; cat "$d/${n%%:*}/slurmd.out")"
     done
     if ! wait_for $((30 + nnodes / 2)) lab_ready "$d"; then
         timeout 5 sinfo -N >&2 || true

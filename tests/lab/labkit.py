@@ -94,13 +94,89 @@ class Test:
 def lab_config():
     """The lab configuration this run is for (tests/run.sh sets
     DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
-    words, "plain" or "cgroup" (task/cgroup, ConstrainDevices=yes), and
-    a Slurm release such as "24.11" (releasekit)."""
+    words, "plain", "cgroup" (task/cgroup, ConstrainDevices=yes, cgroup
+    v1) or "cgroup2" (the same on cgroup v2, in the guest of
+    tests/lab/guest.sh), and a Slurm release such as "24.11" (releasekit)."""
     words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
-    unknown = {w for w in words - {"plain", "cgroup"} if not releasekit.RELEASE_WORD.match(w)}
+    unknown = {w for w in words - {"plain", "cgroup", "cgroup2"} if not releasekit.RELEASE_WORD.match(w)}
     if unknown:
         raise SystemExit("DIST_BIND_LAB_CONFIG: unknown words %s" % sorted(unknown))
+    if {"cgroup", "cgroup2"} <= words:
+        raise SystemExit("DIST_BIND_LAB_CONFIG: cgroup or cgroup2, not both")
     return words
+
+
+def lab_sh_args():
+    """lab.sh up's arguments for this configuration, for a test that starts
+    a lab by hand: --cgroup2 in the cgroup v2 guest (a lab there needs
+    cgroup/v2 without systemd); none otherwise.  In the guest, a lab the
+    previous test left is taken down first (one --cgroup2 lab at a time)."""
+    drop_kept_lab()
+    return ["--cgroup2"] if "cgroup2" in lab_config() else []
+
+
+# In the cgroup v2 guest (a machine of its own that runs one test at a time
+# and is thrown away after), a test's lab is left running when the test
+# ends without an exception, and the next test that asks for the same lab
+# gets it back once no job is left on it and every node is idle: a lab
+# takes 20 to 30 s to start and stop there.  Any other lab first stops it.
+# KEPT names the lab that runs in the guest, from its start.
+KEPT = "/run/dist-bind-lab.kept"
+
+
+def record_lab(key, labdir):
+    """In the guest: this is the lab that runs (until it is taken down)."""
+    import json
+    if os.environ.get("DIST_BIND_IN_GUEST"):
+        with open(KEPT, "w") as f:
+            json.dump({"key": key, "dir": labdir}, f)
+
+
+def forget_lab(labdir):
+    import json
+    if os.environ.get("DIST_BIND_IN_GUEST") and os.path.exists(KEPT):
+        with open(KEPT) as f:
+            if json.load(f)["dir"] == labdir:
+                os.unlink(KEPT)
+
+
+def drop_kept_lab():
+    """Take down the lab a previous test left in the guest, if any."""
+    import json
+    if not os.environ.get("DIST_BIND_IN_GUEST") or not os.path.exists(KEPT):
+        return
+    with open(KEPT) as f:
+        labdir = json.load(f)["dir"]
+    os.unlink(KEPT)
+    if os.path.exists(os.path.join(labdir, "slurm.conf")):
+        subprocess.run([os.path.join(HERE, "lab.sh"), "down", labdir])
+
+
+def reuse_kept_lab(key):
+    """The kept lab's folder when it is the lab `key` asks for and it is
+    idle (its jobs cancelled); else None, the kept lab taken down."""
+    import json
+    import time
+    if not os.environ.get("DIST_BIND_IN_GUEST") or not os.path.exists(KEPT):
+        return None
+    with open(KEPT) as f:
+        kept = json.load(f)
+    if kept["key"] != key:
+        drop_kept_lab()
+        return None
+    env = dict(os.environ, SLURM_CONF=os.path.join(kept["dir"], "slurm.conf"))
+    subprocess.run(["scancel", "--quiet", "--user=root"], env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        jobs = subprocess.run(["squeue", "-h"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%t"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        states = nodes.stdout.split()
+        if jobs.returncode == 0 and not jobs.stdout.strip() and states and all(x == "idle" for x in states):
+            return kept["dir"]
+        time.sleep(0.5)
+    drop_kept_lab()
+    return None
 
 
 class Lab:
@@ -123,7 +199,9 @@ class Lab:
         says)."""
         require_lab()
         self.config = lab_config()
-        self.cgroup = "cgroup" in self.config if cgroup is None else cgroup
+        # Device cgroups (ConstrainDevices=yes), on cgroup v1 or v2.
+        self.cgroup_v2 = "cgroup2" in self.config
+        self.cgroup = ("cgroup" in self.config or self.cgroup_v2) if cgroup is None else cgroup
         if cli_filter is None:
             cli_filter = CLI_FILTER if self.cgroup else False
         self.cli_filter = cli_filter
@@ -168,7 +246,7 @@ class Lab:
         if self.resv_ports:
             cmd.append("--resv-ports")
         if self.cgroup:
-            cmd.append("--cgroup")
+            cmd.append("--cgroup2" if self.cgroup_v2 else "--cgroup")
         if self.cli_filter:
             cmd += ["--cli-filter", self.cli_filter]
         if self.tree_first:
@@ -181,7 +259,9 @@ class Lab:
             cmd.append("--stepmgr")
         if self.oci:
             cmd.append("--oci")
-        words = (set(self.config) - {"plain", "cgroup"}) | {"cgroup" if self.cgroup else "plain"}
+        words = set(self.config) - {"plain", "cgroup"}
+        if not self.cgroup_v2:
+            words.add("cgroup" if self.cgroup else "plain")
         print("(lab: %s%s%s%s)" % (" ".join(sorted(words)), ", %d nodes" % self.nodes if self.nodes != 2 else "",
                                    ", configless" if self.configless else "", ", cli_filter" if self.cli_filter else ""))
         env = dict(os.environ)
@@ -189,15 +269,23 @@ class Lab:
             env["LAB_SLURMD_ENV"] = self._slurmd_env()
         if self.slurmd_debug:
             env["LAB_SLURMD_DEBUG"] = self.slurmd_debug
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        if r.returncode != 0:
-            print(r.stderr)
-            raise RuntimeError("lab did not start")
-        self.dir = r.stdout.strip().splitlines()[-1]
+        self.key = [cmd, env.get("LAB_SLURMD_ENV"), env.get("LAB_SLURMD_DEBUG"), PLUGIN]
+        self.dir = reuse_kept_lab(self.key)
+        if self.dir:
+            print("(lab: the one the previous test left, %s)" % self.dir)
+        else:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            if r.returncode != 0:
+                print(r.stderr)
+                raise RuntimeError("lab did not start")
+            self.dir = r.stdout.strip().splitlines()[-1]
+        record_lab(self.key, self.dir)
         conf = os.path.join(self.dir, "slurm.conf")
-        # A private copy: a running slurmd keeps its plugin open.
+        # A private copy: a running slurmd keeps its plugin open (replaced
+        # by a rename, never written over).
         self.plugin = os.path.join(self.dir, "spank_dist_bind.so")
-        shutil.copy(PLUGIN, self.plugin)
+        shutil.copy(PLUGIN, self.plugin + ".new")
+        os.replace(self.plugin + ".new", self.plugin)
         self.node_plugin = self.plugin
         if self.sanitize_dir:
             self.node_plugin = os.path.join(self.dir, "spank_dist_bind.asan.so")
@@ -223,8 +311,12 @@ class Lab:
         return self
 
     def __exit__(self, *exc):
+        if self.dir and exc[0] is None and os.environ.get("DIST_BIND_IN_GUEST"):
+            print("(lab kept for the next test in this guest)")
+            return False
         if self.dir:
             import time
+            forget_lab(self.dir)
             start = time.monotonic()
             subprocess.run([os.path.join(HERE, "lab.sh"), "down", self.dir])
             print("(lab down in %.1f s)" % (time.monotonic() - start))
@@ -589,6 +681,43 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
             t.eq(f["CUDA_VISIBLE_DEVICES"], b["CUDA_VISIBLE_DEVICES"], pre + "GPU visibility untouched")
     bad = devmodel.violations(fixed, own, lambda host: alloc[host], mode, share)
     t.ok(not bad, "the device invariant holds for every task (%d violations) %s" % (len(bad), bad[:3]))
+    if lab_config() & {"cgroup", "cgroup2"}:
+        check_opens(t, base, fixed, mode, alloc)
+
+
+def opens(row):
+    """{GPU: what open() said} from the probe's ERRNO_ ("0:ENXIO,1:EPERM")."""
+    return {int(g): how for g, _, how in (e.partition(":") for e in (row.get("ERRNO_") or "").split(",") if e)}
+
+
+def check_opens(t, base, fixed, mode, alloc):
+    """Under device cgroups, what each task of `fixed` can open, as it
+    tried it (ENXIO: the device cgroup lets it through to the driverless
+    device; EPERM: the cgroup refuses it): every GPU it is shown and none
+    outside the step's GPUs on its node.  In rank and closest exactly the
+    step's GPUs on the node (every one is shown); in isolate and env
+    exactly what the same task of the job without dist-bind could open
+    (dist-bind changes no confinement).  So a list that names a GPU the
+    cgroup (v1's devices.list, v2's eBPF program) refuses, or a cgroup that
+    lets a task open a GPU it should not, fails here."""
+    for r in sorted(fixed):
+        f, b = fixed[r], base.get(r, {})
+        host = f["SLURMD_NODENAME"]
+        pre = "rank %d (%s/%s): " % (r, host, f["SLURM_LOCALID"])
+        said = opens(f)
+        t.ok(said and set(said.values()) <= {"ENXIO", "EPERM"},
+             pre + "open() of every fake GPU says ENXIO or EPERM: %s" % f.get("ERRNO_"))
+        can = sorted(g for g, how in said.items() if how == "ENXIO")
+        shown = devmodel.cuda_view(f, can)
+        step = sorted(alloc[host])
+        if mode in ("rank", "closest"):
+            want = step
+        else:
+            want = sorted(g for g, how in opens(b).items() if how == "ENXIO") if b else step
+        t.eq(can, want, pre + "opens GPUs %s and is refused %s (shown %s; the step's on %s: %s)"
+             % (can, sorted(g for g, how in said.items() if how == "EPERM"), shown, host, step))
+        t.ok(set(shown) <= set(can) and set(can) <= set(step),
+             pre + "every GPU it is shown opens, and none outside the step's GPUs on its node does")
 
 
 def node_order(table):

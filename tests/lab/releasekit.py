@@ -43,7 +43,10 @@ def build_dir(release):
 def enter(words):
     """Start this test again inside the root of the release `words` names,
     after building into build/slurm-RELEASE/ there; return when it is this
-    machine's own release or already inside."""
+    machine's own release or already inside.  With "cgroup2", inside the
+    cgroup v2 guest of that release (or of this machine's) instead."""
+    if "cgroup2" in words:
+        return enter_guest(words)
     rel = release_of(words)
     if not rel or os.environ.get("DIST_BIND_IN_RELEASE") == rel or rel == native():
         return
@@ -59,3 +62,27 @@ def enter(words):
     sys.stdout.flush()
     os.execve(RELEASE_SH, [RELEASE_SH, "run", rel, "/usr/bin/python3", os.path.abspath(sys.argv[0])] + sys.argv[1:],
               env)
+
+
+def enter_guest(words):
+    """Run this test again inside the cgroup v2 guest of the release
+    `words` names, or of this machine's (tests/lab/guest.sh boots it for
+    this one test; tests/run.sh runs all of a release's cgroup2 tests in one
+    boot); return when already inside."""
+    if os.environ.get("DIST_BIND_IN_GUEST"):
+        return
+    rel = release_of(words) or native()
+    if rel != native():
+        if os.geteuid() != 0:
+            print("SKIP: the Slurm %s root needs root" % rel)
+            sys.exit(77)
+        r = subprocess.run([RELEASE_SH, "build", rel], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            print(r.stdout[-4000:])
+            raise SystemExit("building for Slurm %s failed (exit status %d)" % (rel, r.returncode))
+    print("(Slurm %s: in the cgroup v2 guest)" % rel, flush=True)
+    guest = os.path.join(HERE, "guest.sh")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    sys.stdout.flush()
+    os.execve(guest, [guest, "run", rel, "env", "DIST_BIND_LAB_CONFIG=" + os.environ.get("DIST_BIND_LAB_CONFIG", ""),
+                      "/usr/bin/python3", os.path.abspath(sys.argv[0])] + sys.argv[1:], env)

@@ -8,7 +8,7 @@ it, and no node is drained; isolate and env work as Slurm bound the tasks;
 --gpu-bind=none makes rank work.  With the packaged cli_filter, --dist-bind
 from srun, sbatch and salloc gets --gpu-bind=none added, and a --gpu-bind
 the user gave is left alone (and still fails clearly)."""
-# lab-configs: cgroup
+# lab-configs: cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))
@@ -31,26 +31,8 @@ def refused(lab, args, what, nodes=("node1", "node2")):
     t.ok(ok, what + ": no node drained (sinfo: %s)" % states)
 
 
-with Lab(cli_filter=False) as lab:
-    print("-- no cli_filter")
-    base = lab.table(JOB)
-    t.eq([b["OPEN_"] for _, b in sorted(base.items())], ["0", "1", "2", "0", "1"],
-         "Slurm confines each task to its own GPU")
-    t.eq({b["CUDA_VISIBLE_DEVICES"] for b in base.values()}, {"0"}, "and numbers it 0 inside the cgroup")
-    refused(lab, JOB + " --dist-bind", "rank, bound per task")
-    refused(lab, JOB + " --dist-bind=closest", "closest, bound per task")
-    refused(lab, "-N1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "rank, --gpu-bind=single:1", ("node1",))
-    for mode in ("isolate", "env"):
-        check_mapping(t, base, lab.table(JOB + " --dist-bind=" + mode), mode, bound_own(base))
-    nobind = JOB + " --gpu-bind=none"
-    base = lab.table(nobind)
-    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], nobind_lists(base, lab.cgroup),
-         "--gpu-bind=none: Slurm's own lists (none before 23.11, the step's GPUs after)")
-    t.eq([b["OPEN_"] for _, b in sorted(base.items())], ["0,1,2"] * 3 + ["0,1"] * 2,
-         "--gpu-bind=none: every step GPU of the node openable")
-    for mode in ("rank", "isolate", "closest"):
-        check_mapping(t, base, lab.table(nobind + " --dist-bind=" + mode), mode, unbound_own(base))
-
+# With the filter first: the cgroup v2 guest keeps a lab for the next
+# test (t_cgroup_opens), which starts without it.
 with Lab() as lab:
     print("-- with the packaged cli_filter")
     base = lab.table(JOB)
@@ -79,4 +61,24 @@ with Lab() as lab:
         rows = parse_probe(text)
         t.eq(r.returncode, 0, tool + " --dist-bind: the job ran")
         check_mapping(t, base, rows, "rank", bound_own(base))
+with Lab(cli_filter=False) as lab:
+    print("-- no cli_filter")
+    base = lab.table(JOB)
+    t.eq([b["OPEN_"] for _, b in sorted(base.items())], ["0", "1", "2", "0", "1"],
+         "Slurm confines each task to its own GPU")
+    t.eq({b["CUDA_VISIBLE_DEVICES"] for b in base.values()}, {"0"}, "and numbers it 0 inside the cgroup")
+    refused(lab, JOB + " --dist-bind", "rank, bound per task")
+    refused(lab, JOB + " --dist-bind=closest", "closest, bound per task")
+    refused(lab, "-N1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "rank, --gpu-bind=single:1", ("node1",))
+    for mode in ("isolate", "env"):
+        check_mapping(t, base, lab.table(JOB + " --dist-bind=" + mode), mode, bound_own(base))
+    nobind = JOB + " --gpu-bind=none"
+    base = lab.table(nobind)
+    t.eq([b["CUDA_VISIBLE_DEVICES"] for _, b in sorted(base.items())], nobind_lists(base, lab.cgroup),
+         "--gpu-bind=none: Slurm's own lists (none before 23.11, the step's GPUs after)")
+    t.eq([b["OPEN_"] for _, b in sorted(base.items())], ["0,1,2"] * 3 + ["0,1"] * 2,
+         "--gpu-bind=none: every step GPU of the node openable")
+    for mode in ("rank", "isolate", "closest"):
+        check_mapping(t, base, lab.table(nobind + " --dist-bind=" + mode), mode, unbound_own(base))
+
 t.done()

@@ -6,7 +6,7 @@ under --mpi=pmix (where Slurm has it), pmi2 and none passes, each rank on its ow
 with an NCCL all-reduce through the fake NCCL whose sum comes from the
 ranks' real buffers; without --dist-bind, with ranks sharing a GPU, and
 with one rank's NCCL failing, it names what is wrong and fails."""
-# lab-configs: plain cgroup
+# lab-configs: plain cgroup cgroup2
 import os
 import shutil
 import sys

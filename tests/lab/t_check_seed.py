@@ -4,7 +4,7 @@
 right table and passes; the same job without --dist-bind, and a layout
 where ranks share a GPU, are flagged and fail; an exchange run without
 authentication (DIST_BIND_TCP_INSECURE=1) is flagged."""
-# lab-configs: plain cgroup
+# lab-configs: plain cgroup cgroup2
 import os
 import sys
 

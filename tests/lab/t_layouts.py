@@ -8,7 +8,7 @@ nodes' default mode (Slurm's node order where rank 0 runs on the first
 node, the step refused where it does not).  In the
 cgroup configuration an explicit per-task --gpu-bind confines each task to
 its own GPU, so rank refuses it there (t_cgroup has the details)."""
-# lab-configs: plain cgroup
+# lab-configs: plain cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Every mode on the seed layout, and k=2 GPUs per task, each compared with
 the same job without --dist-bind."""
-# lab-configs: plain cgroup
+# lab-configs: plain cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
 sys.path.insert(0, os.path.dirname(__file__))

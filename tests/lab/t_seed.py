@@ -2,13 +2,13 @@
 """The seed job: srun -N2 -n5 --gpus-per-task=1 --dist-bind, against the same
 job without it.  In the cgroup configuration the site has installed the
 packaged cli_filter, so --dist-bind gets every step GPU openable."""
-# lab-configs: plain cgroup
+# lab-configs: plain cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import subprocess
 import sys
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from labkit import Lab, Test, check_mapping, bound_own, device_of, ROOT, PLUGIN, HERE
+from labkit import Lab, Test, check_mapping, bound_own, device_of, lab_sh_args, ROOT, PLUGIN, HERE
 
 t = Test("seed")
 with Lab() as lab:
@@ -46,7 +46,7 @@ LAB_SH = os.path.join(HERE, "lab.sh")
 # lab whose plugstack.conf names the plugin before the slurmds start).
 with open(os.path.join(ROOT, "VERSION")) as f:
     version = f.read().split()[0]
-up = subprocess.run([LAB_SH, "up", "--plugin", PLUGIN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+up = subprocess.run([LAB_SH, "up", "--plugin", PLUGIN] + lab_sh_args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 labdir = up.stdout.strip().splitlines()[-1] if up.returncode == 0 else None
 try:
     t.eq(up.returncode, 0, "a lab with the plugin in plugstack.conf at start (%s)" % up.stderr.strip()[-300:])

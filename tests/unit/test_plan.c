@@ -298,6 +298,29 @@ static const struct row rows[] = {
     {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1,
      STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup", 4, 0, CG_TASK("0,1", "0,1"),
      "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+/* 26.05, --gpu-bind=none, another job holds GPU 0 of node2: the step's
+ * GPUs there are 1,2 (0,1 in the cgroup), and Slurm gives every task of
+ * the node the same one-GPU list.  No binding: local task i owns the
+ * i-th step GPU. */
+#define HELD_N2 \
+    STEP2("3,2") "|SLURM_STEP_GPUS=1,2|CUDA_VISIBLE_DEVICES=0,1|GPU_DEVICE_ORDINAL=0,1|SLURMD_TRES_BIND=gres/gpu:none"
+#define HELD_TASK "CUDA_VISIBLE_DEVICES=1|GPU_DEVICE_ORDINAL=1|SLURM_STEP_GPUS=2|SLURMD_TRES_BIND=gres/gpu:none"
+    {"gpu-bind=none, GPU 0 held, cgroup: a narrow list is no binding", "verbose", "", 7, 0, 2, 1, 5, 2,
+     HELD_N2 "|" DB_DEVICES_HINT "=cgroup", 3, 0, HELD_TASK "|" DB_DEVICES_HINT "=cgroup",
+     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, "Slurm bound no GPU per task"},
+    {"gpu-bind=none, GPU 0 held, cgroup: second task", "", "", 7, 0, 2, 1, 5, 2, HELD_N2 "|" DB_DEVICES_HINT "=cgroup",
+     4, 1, HELD_TASK "|" DB_DEVICES_HINT "=cgroup", "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=2",
+     NULL, NULL},
+    {"gpu-bind=none, GPU 0 held, isolate", "isolate", "", 7, 0, 2, 1, 5, 2, HELD_N2 "|" DB_DEVICES_HINT "=cgroup", 3, 0,
+     HELD_TASK "|" DB_DEVICES_HINT "=cgroup", "CUDA_VISIBLE_DEVICES=0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+    {"gpu-bind=verbose,none counts", "", "", 7, 0, 2, 1, 5, 2,
+     STEP2("3,2") "|SLURM_STEP_GPUS=1,2|CUDA_VISIBLE_DEVICES=1,2|SLURMD_TRES_BIND=gres/gpu:verbose,none", 3, 0,
+     "CUDA_VISIBLE_DEVICES=2|SLURM_STEP_GPUS=2|SLURMD_TRES_BIND=gres/gpu:verbose,none",
+     "CUDA_VISIBLE_DEVICES=1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+    {"a per-task binding is one", "", "", 7, 0, 2, 1, 5, 2,
+     STEP2("3,2") "|SLURM_STEP_GPUS=1,2|CUDA_VISIBLE_DEVICES=1,2|SLURMD_TRES_BIND=gres/gpu:per_task:1", 3, 0,
+     "CUDA_VISIBLE_DEVICES=2|SLURM_STEP_GPUS=2|SLURMD_TRES_BIND=gres/gpu:per_task:1",
+     "CUDA_VISIBLE_DEVICES=2,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=2", NULL, NULL},
     /* The node's own TaskPlugin and cgroup.conf decide over srun's word. */
     {"own configuration confines, srun's word says none", "", "", 7, 0, 2, 0, 5, 3,
      STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=none" OWN_CONFINED, 1, 1, TASK("0"), NULL,
