@@ -120,7 +120,7 @@ std::string ranks_text(const std::vector<int> &ranks);
 std::string seconds_text(double s);
 // Two ranks passed a collective different sizes (and, where `rooted`, maybe
 // different roots, named when known, >= 0): "rank 1 passed 48 bytes but rank
-// 0 passed 32 (every rank must pass the same size)".
+// 0 passed 32 bytes (every rank must pass the same size)".
 std::string size_mismatch(int a, uint64_t a_len, int b, uint64_t b_len, bool rooted = false, int a_root = -1,
                           int b_root = -1);
 

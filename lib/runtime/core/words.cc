@@ -41,7 +41,7 @@ std::string seconds_text(double s) {
 std::string size_mismatch(int a, uint64_t a_len, int b, uint64_t b_len, bool rooted, int a_root, int b_root) {
     auto root = [](int r) { return r >= 0 ? " with root " + std::to_string(r) : std::string(); };
     return "rank " + std::to_string(a) + " passed " + std::to_string(a_len) + " bytes" + root(a_root) + " but rank " +
-           std::to_string(b) + " passed " + std::to_string(b_len) + root(b_root) +
+           std::to_string(b) + " passed " + std::to_string(b_len) + " bytes" + root(b_root) +
            " (every rank must pass the same size" + (rooted ? " and root)" : ")");
 }
 
