@@ -44,7 +44,7 @@ with Lab() as lab:
     iso = lab.table(JOB + " --dist-bind=isolate")
     t.eq([f["OPEN_"] for _, f in sorted(iso.items())], ["0", "1", "2", "0", "1"],
          "isolate keeps Slurm's per-task confinement")
-    refused(lab, "-N1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "a --gpu-bind the user gave",
+    refused(lab, "-N1 -w node1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "a --gpu-bind the user gave",
             ("node1",))
     for tool in ("sbatch", "salloc"):
         script = os.path.join(lab.dir, "job.sh")
@@ -69,7 +69,7 @@ with Lab(cli_filter=False) as lab:
     t.eq({b["CUDA_VISIBLE_DEVICES"] for b in base.values()}, {"0"}, "and numbers it 0 inside the cgroup")
     refused(lab, JOB + " --dist-bind", "rank, bound per task")
     refused(lab, JOB + " --dist-bind=closest", "closest, bound per task")
-    refused(lab, "-N1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "rank, --gpu-bind=single:1", ("node1",))
+    refused(lab, "-N1 -w node1 -n3 --gpus-per-node=3 --gpu-bind=single:1 --dist-bind", "rank, --gpu-bind=single:1", ("node1",))
     for mode in ("isolate", "env"):
         check_mapping(t, base, lab.table(JOB + " --dist-bind=" + mode), mode, bound_own(base))
     nobind = JOB + " --gpu-bind=none"
