@@ -2,7 +2,7 @@
 #ifndef DIST_BIND_CLOSEST_H
 #define DIST_BIND_CLOSEST_H
 
-#include "glue.h"
+#include "state.h"
 
 /* Loads the node's topology once (from `topology_cache`, the admin's
  * topology_cache= template, when it makes a usable path) and gives `np`

@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,9 @@
 
 #include <slurm/slurm.h>
 
-#include "glue.h"
+#include "local.h"
+#include "slurm_api.h"
+#include "srun_devices.h"
 
 extern char **environ;
 
@@ -40,18 +41,6 @@ DB_API_TYPE(slurm_job_step_layout_get, layout_get_f);
 DB_API_TYPE(slurm_job_step_layout_free, layout_free_f);
 DB_API_TYPE(slurm_load_node_single, load_node_f);
 DB_API_TYPE(slurm_free_node_info_msg, free_node_f);
-
-void db_local_say(const db_request *eff, const char *fmt, ...) {
-    char msg[DB_ERRLEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (eff->verbose)
-        slurm_spank_log(DB_PREFIX "%s", msg);
-    else
-        slurm_verbose(DB_PREFIX "%s", msg);
-}
 
 /* What srun learns from the step's layout. */
 struct layout_hints {
@@ -232,49 +221,40 @@ int db_local_user_init(spank_t sp, const struct db_glue *g) {
     return layout_hints(sp, g, &eff);
 }
 
-/* The step's secret, drawn in init_post_opt: what srun exports in
- * local_user_init, which runs once for a whole heterogeneous step (srun A :
- * B), reaches one of its components only (measured on 22.05 and 26.05);
- * what it exports before any component exists reaches all of them. */
-int db_local_secret(const struct db_glue *g) {
-    db_request eff;
-
-    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return 0; /* refused already */
-    eff = db_glue_effective(g);
-    if (eff.mode == DB_MODE_OFF) return 0;
-    return draw_secret();
-}
-
 /* Slurm 26.05's `srun --async` hands the step to the stepmgr and skips
  * slurm_spank_local_user_init: no secret, no rank 0, no node ranks would
- * reach the tasks.  Refused here, before anything is allocated.  srun
- * exports nothing for --async, so its command line says. */
-int db_local_refuse_async(const struct db_glue *g) {
-    enum { LEN = 256 * 1024, MAX = 8192 };
-    char *buf;
-    const char **argv;
-    db_request eff;
-    int argc, complete, async;
-
-    if (!g->cfg_ok || (g->opt_given && !g->opt_ok)) return 0; /* refused already */
-    eff = db_glue_effective(g);
-    if (eff.mode == DB_MODE_OFF) return 0;
-    buf = malloc(LEN);
-    argv = malloc(MAX * sizeof *argv);
-    if (!buf || !argv) {
-        free(buf);
-        free(argv);
-        return 0; /* srun runs out of memory soon enough without us */
-    }
-    argc = db_local_cmdline(buf, LEN, argv, MAX, &complete);
-    async = db_srun_async(argc, argv);
-    free(buf);
-    free(argv);
-    if (!async) return 0;
+ * reach the tasks.  Refused before anything is allocated.  srun exports
+ * nothing for --async, so its command line says. */
+static int refuse_async(const struct db_glue *g, const db_request *eff, const struct db_cmdline *cl) {
+    if (!db_srun_async(cl->argc, cl->argv)) return 0;
     slurm_error(DB_PREFIX
                 "%s%s cannot run with srun --async: srun does not prepare an asynchronous step's tasks "
                 "for dist-bind (the step's secret, rank 0's node and the node ranks would never reach "
                 "them). Drop --async, or add --dist-bind=off to run this step without dist-bind",
-                g->opt_given ? "--dist-bind=" : "the site's default --dist-bind=", db_mode_name(eff.mode));
+                g->opt_given ? "--dist-bind=" : "the site's default --dist-bind=", db_mode_name(eff->mode));
     return -1;
+}
+
+/* Everything here runs before any component of the step exists: what srun
+ * exports in local_user_init, which runs once for a whole heterogeneous
+ * step (srun A : B), reaches one of its components only (measured on 22.05
+ * and 26.05); what it exports now reaches all of them. */
+int db_local_post_opt(const struct db_glue *g) {
+    struct db_cmdline cl;
+    db_request eff;
+    int rc = 0;
+
+    if (db_glue_refused(g)) {
+        db_srun_devices_hint(g, NULL); /* clears one from the environment */
+        /* A bad plugstack.conf fails the command here when the plugin is
+         * required; the option callback already refused --dist-bind. */
+        return g->cfg_ok ? 0 : -1;
+    }
+    eff = db_glue_effective(g);
+    db_cmdline_read(&cl);
+    if (eff.mode != DB_MODE_OFF) rc = refuse_async(g, &eff, &cl);
+    if (rc == 0) db_srun_devices_hint(g, &cl);
+    db_cmdline_free(&cl);
+    if (rc == 0 && eff.mode != DB_MODE_OFF) rc = draw_secret();
+    return rc;
 }

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "closest.h"
-#include "glue.h"
+#include "remote.h"
+#include "slurm_api.h"
 
 static const char *const *job_env(spank_t sp) {
     char **env = NULL;
