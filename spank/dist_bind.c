@@ -34,7 +34,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
     int rc = 0;
 
     /* slurmd loads the plugins once as it starts: the version, once. */
-    if (c == S_CTX_SLURMD) slurm_info("dist-bind %s loaded", DB_VERSION);
+    if (c == S_CTX_SLURMD) slurm_info("dist-bind " DB_VERSION " loaded");
     if (db_options_config(ac, av) != 0) rc = -1;
     if ((c == S_CTX_LOCAL || c == S_CTX_REMOTE || c == S_CTX_ALLOCATOR) && db_options_register(sp) != 0) rc = -1;
     return c == S_CTX_REMOTE ? 0 : rc;

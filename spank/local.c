@@ -244,6 +244,9 @@ int db_local_post_opt(const struct db_glue *g) {
     db_request eff;
     int rc = 0;
 
+    /* Never pass on a value from the user's or an enclosing task's
+     * environment. */
+    unsetenv(DB_SRUN_VERSION_HINT);
     if (db_glue_refused(g)) {
         db_srun_devices_hint(g, NULL); /* clears one from the environment */
         /* A bad plugstack.conf fails the command here when the plugin is
@@ -251,6 +254,10 @@ int db_local_post_opt(const struct db_glue *g) {
         return g->cfg_ok ? 0 : -1;
     }
     eff = db_glue_effective(g);
+    /* The nodes name both versions where theirs differs and srun's word
+     * is missing or not what they read. */
+    if (eff.mode != DB_MODE_OFF && setenv(DB_SRUN_VERSION_HINT, DB_VERSION, 1) != 0)
+        slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_SRUN_VERSION_HINT);
     db_cmdline_read(&cl);
     if (eff.mode != DB_MODE_OFF) rc = refuse_async(g, &eff, &cl);
     if (rc == 0) db_srun_devices_hint(g, &cl);

@@ -29,7 +29,8 @@ void db_cmdline_read(struct db_cmdline *cl) {
     /* A word cut at the end of the buffer is left out. */
     while (!cl->complete && n > 0 && cl->buf[n - 1] != '\0') n--;
     cl->buf[n] = '\0';
-    for (size_t i = 0; i < n && cl->argc < CMDLINE_MAX; i += strlen(cl->buf + i) + 1) cl->argv[cl->argc++] = cl->buf + i;
+    for (size_t i = 0; i < n && cl->argc < CMDLINE_MAX; i += strlen(cl->buf + i) + 1)
+        cl->argv[cl->argc++] = cl->buf + i;
     if (cl->argc == CMDLINE_MAX) cl->complete = 0;
 }
 

@@ -4,7 +4,7 @@
 # tests link the sanitized ones.
 
 PLAN_SRC := $(wildcard lib/plan/*.cc)
-FLAGS.lib/plan := -Ilib/common -Ilib/plan
+FLAGS.lib/plan := -Ilib/common -Ilib/plan -I$(B)/include
 
 PLAN_PIC    := $(call objs,pic,$(PLAN_SRC))
 PLAN_SAN    := $(call objs,san,$(PLAN_SRC))

@@ -135,20 +135,7 @@ int db_task_plan_new(const db_node_plan *np, const db_task_input *in, db_task_pl
     bool node_wide = false;
     int rc = guarded(err, errlen, [&] {
         try {
-            // A step dist-bind does not plan (mode off, batch and extern
-            // steps: most steps on most clusters) has nothing to do in a task
-            // without an earlier dist-bind's mark: one scan for it, no index.
-            if (!np->active && (!np->clean_inherited || !db::env_get(in->env, DB_STEP_MARK))) {
-                *out = new db_task_plan();
-                return;
-            }
-            // Otherwise the task's environment is indexed here, once, for
-            // every part of its plan.
-            db::TaskEnv task(*np, *in);
-            db::TaskPlan plan =
-                np->het && np->active ? db::plan_task(db::het_task_view(*np, task), task) : db::plan_task(*np, task);
-            db::add_apptainer_twins(task, plan);
-            db::drop_node_writes(*np, task, plan);
+            db::TaskPlan plan = db::task_plan(*np, *in);
             auto *p = new db_task_plan();
             static_cast<db::TaskPlan &>(*p) = std::move(plan);
             *out = p;

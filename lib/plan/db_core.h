@@ -140,6 +140,11 @@ int db_srun_hint(const char *task_plugins, int argc, const char *const *argv, co
  * reports alike: the glue reports it once per node (local task 0). */
 #define DB_ERR_NODE (-2)
 
+/* srun's dist-bind version ("0.2.0"; releases before 0.2.0 do not say),
+ * so that a node whose dist-bind differs can name both where the two
+ * disagree.  Removed from every task. */
+#define DB_SRUN_VERSION_HINT "DIST_BIND_SRUN_VERSION"
+
 /* srun draws a secret for each step (64 hex digits) and hands it to the
  * tasks in this variable; libdistbind's TCP bootstrap lets only ranks that
  * know it join the step, and takes it out of the program's environment. */

@@ -1,4 +1,6 @@
-// Device cgroups and srun's word to the nodes (DB_DEVICES_HINT).
+// Device cgroups and srun's word to the nodes (DB_DEVICES_HINT): the
+// writer (db_srun_hint, in srun) and the reader (read_devices_hint, on each
+// node) of that one variable side by side.
 //
 // Slurm numbers a task's GPU lists inside the task's device cgroup, and
 // confines a task it binds per task to its own GPUs, exactly when TaskPlugin
@@ -90,6 +92,58 @@ bool tres_gpu_count(std::string_view tres, uint64_t &k) {
     }
     k = sum;
     return true;
+}
+
+// The nodes' side of DB_DEVICES_HINT (db_srun_hint below writes it): task
+// sharing and GPUs per task into `np`, and what srun's TaskPlugin says of
+// device cgroups returned (Unknown where srun said nothing).  A
+// heterogeneous srun (A : B) says it once per component, ';' between them:
+// the first word is the cluster's, the same in each; the rest is this
+// node's component's.
+Devices read_devices_hint(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
+    const char *hint = env.get(DB_DEVICES_HINT);
+    if (!hint) return Devices::Unknown;
+    auto bad = [&] {
+        return Error(quoted(DB_DEVICES_HINT, hint) +
+                     ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\", "
+                     "once per component of a heterogeneous step, ';' between them (srun sets it)");
+    };
+    const std::vector<std::string_view> sections = split(hint, ';');
+    int mine = 0;
+    if (sections.size() > 1) {
+        mine = het_component(in, env);
+        if (mine < 0 || static_cast<size_t>(mine) >= sections.size()) {
+            np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " names " + std::to_string(sections.size()) +
+                               " components, and Slurm's SLURM_JOB_ID_HET_GROUP_* do not say which this is: "
+                               "GPUs per task from the step's environment");
+            mine = -1;
+        }
+    }
+    Devices said = Devices::Unknown;
+    for (size_t s = 0; s < sections.size(); s++) {
+        const std::vector<std::string_view> words = split(sections[s], ',');
+        const Devices here = words[0] == "none"     ? Devices::Open
+                             : words[0] == "cgroup" ? Devices::Confined
+                                                    : Devices::Unknown;
+        if (here == Devices::Unknown || (s && here != said)) throw bad();
+        said = here;
+        bool sharing = false;
+        size_t per_task = 0;
+        for (size_t i = 1; i < words.size(); i++) {
+            uint64_t k;
+            if (words[i] == "task-sharing" && here == Devices::Confined)
+                sharing = true;
+            else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
+                per_task = static_cast<size_t>(k);
+            else
+                throw bad();
+        }
+        if (static_cast<int>(s) == mine) {
+            np.task_sharing = sharing;
+            np.gpus_per_task = per_task;
+        }
+    }
+    return said;
 }
 
 }  // namespace db

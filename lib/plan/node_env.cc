@@ -154,7 +154,7 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     // What the task plan unsets alike: srun's hints, what an enclosing
     // step's dist-bind left and no task sets, and their twins.
     std::vector<std::string> gone;
-    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT})
+    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
         if (env.get(hint)) gone.emplace_back(hint);
     if (inherited)
         for (const char *name : kOwnVars)

@@ -204,6 +204,9 @@ struct TaskPlan {
     std::vector<std::pair<std::string, std::string>> set;
     std::vector<std::string> unset;
     std::string verbose;  // empty unless verbose
+    // What the verbose line says after its head, each part of the pipeline
+    // adding its own (task_plan joins them).
+    std::vector<std::string> notes;
     // The node's variables the plan found the task holding as it would set
     // them, without an entry (node_holds_twin).
     std::bitset<kMaxNodeVars> node_seen;
@@ -216,7 +219,13 @@ struct NodeError : Error {
 };
 
 NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_input &in);
-TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
+// One task's whole plan, the one pipeline (plan_task.cc): the task's
+// environment indexed once, the heterogeneous step's view of its component,
+// the rank variables, its GPUs and the lists it is shown, what an enclosing
+// step's dist-bind left behind, the Apptainer twins, what user_init wrote
+// already taken out, and the verbose line.  Throws Error, or NodeError for
+// what every task of the node would say alike.
+TaskPlan task_plan(const NodePlan &np, const db_task_input &in);
 // Adds APPTAINERENV_<NAME> for each variable `tp` sets or unsets (twins.cc).
 void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp);
 // The node's variables user_init writes, from the step's environment
@@ -279,6 +288,14 @@ NodeRank parse_node_ranks(const char *value, uint32_t nnodes, uint32_t node_id);
 // as Slurm binds their sum per task.  false: a part that names no count
 // (or 0, or more than kMaxGpusPerTask in all); k = 0: no GPUs named.
 constexpr uint64_t kMaxGpusPerTask = 1u << 20;
+// What to do where srun's word is missing (plan_node.cc): by the version
+// srun's dist-bind announced (DB_SRUN_VERSION_HINT), where it differs from
+// this node's, both named; else where srun's plugstack.conf lacks it.
+std::string srun_fix(const EnvIndex &env);
+// srun's DB_DEVICES_HINT as this node reads it (devices.cc): task sharing
+// and GPUs per task into `np`; what srun's TaskPlugin says of device
+// cgroups returned (Unknown: srun said nothing).
+Devices read_devices_hint(const db_node_input &in, const EnvIndex &env, NodePlan &np);
 bool gpus_per_task_count(std::string_view v, uint64_t &k);
 bool tres_gpu_count(std::string_view tres, uint64_t &k);
 

@@ -3,6 +3,7 @@
 // and how Slurm numbers them, closest's choice.
 #include <algorithm>
 
+#include "distbind_version.h"
 #include "options.hh"
 #include "plan.hh"
 #include "text.hh"
@@ -96,6 +97,25 @@ const char *users(const EnvIndex &env, const char *name, const std::string &inhe
 // The two nodes that can see it is not (the one running rank 0 and the
 // first one) stop the step rather than start it with node ranks that do not
 // begin at rank 0's node.
+}  // namespace
+
+std::string srun_fix(const EnvIndex &env) {
+    const std::string mine = DISTBIND_VERSION_STRING;
+    const char *said = env.get(DB_SRUN_VERSION_HINT);
+    if (said && mine != said)
+        return std::string("srun's dist-bind is ") + said + ", this node's " + mine +
+               ": the login nodes and every node of a step need the same dist-bind (upgrade the older)";
+    // srun's devices word (every release sets it for rank, closest and
+    // isolate) without its version: a release before 0.2.0.
+    if (!said && env.get(DB_DEVICES_HINT))
+        return "srun's dist-bind is older than this node's " + mine +
+               " (0.1.0 or earlier: it does not say its version): the login nodes and every node of a step need "
+               "the same dist-bind (upgrade the package srun loads)";
+    return "Load dist-bind in the plugstack.conf srun reads, and do not use srun --async with --dist-bind";
+}
+
+namespace {
+
 void plan_node_rank(const db_node_input &in, const EnvIndex &env, const std::vector<uint32_t> &counts, NodePlan &np) {
     const std::string step = step_name(in.job_id, in.step_id);
     const std::string lowest =
@@ -111,9 +131,7 @@ void plan_node_rank(const db_node_input &in, const EnvIndex &env, const std::vec
     np.node_rank.rank = in.node_id;
     np.node_rank.from = "Slurm's node index: a layout in Slurm's node order";
     if (!in.lowest_rank_known) return;
-    const std::string load =
-        ". Load dist-bind in the plugstack.conf srun reads, and do not use srun --async with "
-        "--dist-bind";
+    const std::string load = ". " + srun_fix(env);
     const std::string fix = std::string(", and srun passed no ") + DB_NODE_RANKS_HINT +
                             ": NODE_RANK would not start at rank 0's node" + load;
     if (in.lowest_rank == 0 && in.node_id != 0)
@@ -157,8 +175,8 @@ void plan_master(const db_config &cfg, const db_node_input &in, const EnvIndex &
         else if (distribution_is_arbitrary(dist))
             why = "with --distribution=arbitrary only srun knows rank 0's node";
         if (why)
-            throw Error(std::string("MASTER_ADDR: ") + why + ", but srun did not pass " + DB_RANK0_HINT +
-                        " (is dist-bind in the plugstack.conf srun reads?)");
+            throw Error(std::string("MASTER_ADDR: ") + why + ", but srun did not pass " + DB_RANK0_HINT + ". " +
+                        srun_fix(env));
         // Every other distribution (block, cyclic, plane) starts on the
         // step's first node.
         const char *nodes = env.get("SLURM_STEP_NODELIST");
@@ -225,57 +243,6 @@ void plan_gpus(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
                     step_name(in.job_id, in.step_id) + " but has only " + std::to_string(n) + " GPUs of the step (" +
                     np.gpus[0].name + "=" + join(np.gpus[0].step) + "): add \"share\" (--dist-bind=" + db_mode_name(m) +
                     ",share) to share GPUs round-robin, or request a GPU per task (--gpus-per-task=1)");
-}
-
-// srun's word (DB_DEVICES_HINT): task sharing and GPUs per task (into np),
-// and what srun's TaskPlugin says of device cgroups (returned; Unknown when
-// srun said nothing).  A heterogeneous srun (A : B) says it once per
-// component, ';' between them: the first word is the cluster's, the same in
-// each; the rest is this node's component's.
-Devices read_devices_hint(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
-    const char *hint = env.get(DB_DEVICES_HINT);
-    if (!hint) return Devices::Unknown;
-    auto bad = [&] {
-        return Error(quoted(DB_DEVICES_HINT, hint) +
-                     ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\", "
-                     "once per component of a heterogeneous step, ';' between them (srun sets it)");
-    };
-    const std::vector<std::string_view> sections = split(hint, ';');
-    int mine = 0;
-    if (sections.size() > 1) {
-        mine = het_component(in, env);
-        if (mine < 0 || static_cast<size_t>(mine) >= sections.size()) {
-            np.notes.push_back(std::string("srun's ") + DB_DEVICES_HINT + " names " + std::to_string(sections.size()) +
-                               " components, and Slurm's SLURM_JOB_ID_HET_GROUP_* do not say which this is: "
-                               "GPUs per task from the step's environment");
-            mine = -1;
-        }
-    }
-    Devices said = Devices::Unknown;
-    for (size_t s = 0; s < sections.size(); s++) {
-        const std::vector<std::string_view> words = split(sections[s], ',');
-        const Devices here = words[0] == "none"     ? Devices::Open
-                             : words[0] == "cgroup" ? Devices::Confined
-                                                    : Devices::Unknown;
-        if (here == Devices::Unknown || (s && here != said)) throw bad();
-        said = here;
-        bool sharing = false;
-        size_t per_task = 0;
-        for (size_t i = 1; i < words.size(); i++) {
-            uint64_t k;
-            if (words[i] == "task-sharing" && here == Devices::Confined)
-                sharing = true;
-            else if (words[i].substr(0, 14) == "gpus-per-task=" && parse_uint(words[i].substr(14), 1u << 20, k) && k)
-                per_task = static_cast<size_t>(k);
-            else
-                throw bad();
-        }
-        if (static_cast<int>(s) == mine) {
-            np.task_sharing = sharing;
-            np.gpus_per_task = per_task;
-        }
-    }
-    return said;
 }
 
 // GPUs per task from the step's environment, where srun's word has none:
@@ -382,6 +349,8 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
         return np;
     }
     const EnvIndex env(in.env);
+    if (const char *said = env.get(DB_SRUN_VERSION_HINT); said && std::string(said) != DISTBIND_VERSION_STRING)
+        np.notes.push_back(std::string("srun's dist-bind is ") + said + ", this node's " + DISTBIND_VERSION_STRING);
     if (het_step(in, env)) {
         plan_het_node(in, env, np);
     } else {

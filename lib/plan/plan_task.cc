@@ -133,6 +133,12 @@ class TaskGpus {
 
   private:
     void set(const std::string &name, std::string value) { tp_.set.emplace_back(name, std::move(value)); }
+    // A node's only task whose device is 0 gets no DIST_BIND_DEVICE: it owns
+    // its node's GPUs, device 0 is CUDA's default and libdistbind's choice
+    // (LOCAL_RANK), and a launcher it starts (torchrun) copies its
+    // environment into every worker, where a DIST_BIND_DEVICE=0 would name
+    // the launcher's device as each worker's.
+    bool lone_on_zero(const std::string &device) const { return np_.local_ntasks == 1 && device == "0"; }
     // Slurm narrowed this task's list: it bound it per task.  Up to 25.05 it
     // never binds a node's only task (its list is the step's); from 25.11 it
     // does (--gpu-bind, --gpus-per-task), with a device cgroup of its own
@@ -165,7 +171,7 @@ class TaskGpus {
             "Slurm confines this task to its own GPUs (device cgroup) and numbers them inside it: "
             "its lists are kept as Slurm set them");
         set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-        set("DIST_BIND_DEVICE", "0");
+        if (!lone_on_zero("0")) set("DIST_BIND_DEVICE", "0");
         set("DIST_BIND_GPUS", join(mine_));
         gpus_shown = join(mine_);
         visible_shown = task_list_;
@@ -286,7 +292,7 @@ class TaskGpus {
             device = parse_uint(step_[own_[0]], 999999, v) ? step_[own_[0]] : "";
             if (device.empty()) notes_.push_back("no list and GPU names, not indices: DIST_BIND_DEVICE not set");
         }
-        if (!device.empty()) set("DIST_BIND_DEVICE", device);
+        if (!device.empty() && !lone_on_zero(device)) set("DIST_BIND_DEVICE", device);
         set("DIST_BIND_GPUS", pick(np_.gpu_names, own_));
         if (near_) {
             // Where the task sits; a value the user exported wins.
@@ -335,7 +341,7 @@ void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     set("DIST_BIND_MODE", db_mode_name(np.req.mode));
     set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
     set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
-    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT})
+    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
         if (task.env.get(hint)) tp.unset.emplace_back(hint);
     // The place these values are for: a launcher that re-ranks its workers
     // (torchrun) leaves them behind, and libdistbind then knows its
@@ -371,6 +377,8 @@ std::string changed_before(const NodePlan &np, const TaskEnv &task) {
     return out;
 }
 
+TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
+
 }  // namespace
 
 std::string first_n(size_t n) {
@@ -400,6 +408,9 @@ TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
     inherited = step_mark && step_name(np.job_id, np.step_id) != step_mark;
 }
 
+namespace {
+
+// The task's own part: rank variables, GPUs, what an enclosing step left.
 TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
     TaskPlan tp;
     // About 30 variables, and their twins after them (add_apptainer_twins):
@@ -415,7 +426,8 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
                     " tasks, " + std::to_string(np.local_ntasks) + " on this node");
     set_rank_vars(np, task, tp);
 
-    std::vector<std::string> notes = np.notes;
+    std::vector<std::string> &notes = tp.notes;
+    if (np.req.verbose) notes = np.notes;
     if (np.req.mode == DB_MODE_CLOSEST && !np.gpus.empty()) {
         if (np.closest.chosen)
             notes.push_back("closest: " + np.closest.source);
@@ -447,8 +459,25 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
                      " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")" +
                      " node_rank=" + std::to_string(np.node_rank.rank) + "/" + std::to_string(np.nnodes) + " (" +
                      np.node_rank.from + ")";
-        for (const std::string &n : notes) tp.verbose += "; " + n;
     }
+    return tp;
+}
+
+}  // namespace
+
+TaskPlan task_plan(const NodePlan &np, const db_task_input &in) {
+    // A step dist-bind does not plan (mode off, batch and extern steps:
+    // most steps on most clusters) has nothing to do in a task without an
+    // earlier dist-bind's mark: one scan for it, no index.
+    if (!np.active && (!np.clean_inherited || !env_get(in.env, DB_STEP_MARK))) return TaskPlan();
+    // Otherwise the task's environment is indexed here, once, for every
+    // part of its plan.
+    TaskEnv task(np, in);
+    TaskPlan tp = np.het && np.active ? plan_task(het_task_view(np, task), task) : plan_task(np, task);
+    add_apptainer_twins(task, tp);
+    drop_node_writes(np, task, tp);
+    if (!tp.verbose.empty())
+        for (const std::string &n : tp.notes) tp.verbose += "; " + n;
     return tp;
 }
 

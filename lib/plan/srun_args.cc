@@ -250,6 +250,12 @@ std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bo
 
 extern "C" int db_srun_async(int argc, const char *const *argv) {
     bool async = false;
-    db::srun_components(argc, argv, &async);
+    try {
+        db::srun_components(argc, argv, &async);
+    } catch (...) {
+        // Out of memory in srun: say "not async" (srun fails soon enough),
+        // never unwind into it.
+        return 0;
+    }
     return async;
 }

@@ -32,7 +32,7 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
         if (node_holds_twin(task, tp, node, kv.first, kv.second)) continue;
         std::string name = kPrefix + kv.first;
         if (!marked && task.env.get(name)) {
-            if (!tp.verbose.empty()) tp.verbose += "; " + name + " set by user wins";
+            tp.notes.push_back(name + " set by user wins");
             continue;
         }
         tp.set.emplace_back(std::move(name), kv.second);

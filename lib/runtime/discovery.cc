@@ -9,7 +9,7 @@
 
 #include "discovery.hh"
 
-#include "bootstrap/pmix.hh"
+#include "bootstrap/choose.hh"
 #include "core/rt.hh"
 #include "text.hh"
 
@@ -137,11 +137,12 @@ void from_slurm(const Env &env, Identity &id) {
 
 void choose_device(const Env &env, Identity &id) {
     const char *dev = env.get("DIST_BIND_DEVICE");
-    if (id.relaunched && dev) {
+    const char *gpus = env.get("DIST_BIND_GPUS");
+    if (id.relaunched && (dev || gpus)) {
         // The launcher's task owns the GPUs DIST_BIND_GPUS names, as devices
-        // DIST_BIND_DEVICE onwards; its workers take one each, by local rank.
-        const int first = Reader::number("DIST_BIND_DEVICE", dev, 65535);
-        const char *gpus = env.get("DIST_BIND_GPUS");
+        // DIST_BIND_DEVICE onwards (none: from 0, a node's only task); its
+        // workers take one each, by local rank.
+        const int first = dev ? Reader::number("DIST_BIND_DEVICE", dev, 65535) : 0;
         const size_t n = gpus ? split(gpus, ',').size() : 0;
         if (gpus && static_cast<size_t>(id.local_rank) >= n)
             fail(DISTBIND_ERR_DEVICE, "LOCAL_RANK=" + std::to_string(id.local_rank) +
@@ -151,8 +152,9 @@ void choose_device(const Env &env, Identity &id) {
                                           " per srun task (torchrun --nproc-per-node=" + std::to_string(n) +
                                           "), or give each task more GPUs (--gpus-per-node, --gpus-per-task)");
         id.device = first + id.local_rank;
-        id.device_from = "DIST_BIND_DEVICE+LOCAL_RANK (a launcher re-ranked this process: " +
-                         quoted("DIST_BIND_TASK", env.get("DIST_BIND_TASK")) + ")";
+        id.device_from = std::string(dev ? "DIST_BIND_DEVICE+LOCAL_RANK" : "LOCAL_RANK") +
+                         " (a launcher re-ranked this process: " + quoted("DIST_BIND_TASK", env.get("DIST_BIND_TASK")) +
+                         ")";
     } else if (const char *v = dev) {
         id.device = Reader::number("DIST_BIND_DEVICE", v, 65535);
         id.device_from = "DIST_BIND_DEVICE";
@@ -187,12 +189,12 @@ bool discover_from_env(const Env &env, Identity &id) {
 Identity discover(const Env &env, std::shared_ptr<void> &keep, double timeout_s) {
     Identity id;
     if (!discover_from_env(env, id)) {
-        if (!pmix_has_server(env))
+        LauncherPlace p;
+        if (!launcher_place(env, keep, timeout_s, p))
             fail(DISTBIND_ERR_ENV,
                  "cannot tell this task's rank: none of RANK (set by srun --dist-bind or torchrun), SLURM_PROCID "
                  "(set by srun) or PMIX_NAMESPACE (set by a PMIx launcher) is set; start the program with "
                  "srun --dist-bind");
-        PmixPlace p = pmix_place(keep, timeout_s);
         id.source = Source::Pmix;
         id.rank = p.rank;
         id.world = p.world;

@@ -33,50 +33,7 @@ from xkit import ROOT, WORKER, Result, Test, all_say, all_status, free_port, nee
 
 SAN_WORKER = WORKER + "_san"
 
-PREV = "0.1.0"
-
-
-def git(*args):
-    return subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
-
-
-def last_commit_of(version):
-    """The last commit whose VERSION says `version`: the parent of the first
-    commit after it that changed VERSION to something else."""
-    log = git("log", "--format=%H", "--", "VERSION")
-    if log.returncode != 0:
-        skip("no git history here (%s)" % log.stderr.strip())
-    for c in log.stdout.split():
-        now, before = git("show", c + ":VERSION"), git("show", c + "^:VERSION")
-        if now.stdout.strip() != version and before.returncode == 0 and before.stdout.strip() == version:
-            return git("rev-parse", c + "^").stdout.strip()
-    skip("no commit in this history has VERSION %s" % version)
-
-
-def build_previous():
-    """The previous release's worker, built from the history (kept)."""
-    commit = last_commit_of(PREV)
-    top = os.path.join(ROOT, "build", "prev-" + PREV)
-    worker = os.path.join(top, "build", "rt-tests", "xchg_worker")
-    stamp = os.path.join(top, ".commit")
-    if os.path.exists(worker) and os.path.exists(stamp) and open(stamp).read().strip() == commit:
-        return worker, top
-    subprocess.run(["rm", "-rf", top], check=True)
-    os.makedirs(top)
-    archive = subprocess.Popen(["git", "-C", ROOT, "archive", commit], stdout=subprocess.PIPE)
-    subprocess.run(["tar", "-x", "-C", top], stdin=archive.stdout, check=True)
-    if archive.wait() != 0:
-        skip("git archive %s failed" % commit)
-    # Not the jobserver of the make that runs the tests.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    made = subprocess.run(["make", "-C", top, "-j2", "build/rt-tests/xchg_worker"], env=env,
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        print(made.stdout[-3000:] + made.stderr[-3000:])
-        raise SystemExit("FAIL building libdistbind %s from %s" % (PREV, commit))
-    with open(stamp, "w") as f:
-        f.write(commit + "\n")
-    return worker, top
+from previouskit import PREV, build_previous  # noqa: E402
 
 
 def version_of(lib):
@@ -86,7 +43,8 @@ def version_of(lib):
 
 
 need_worker()
-old_worker, old_top = build_previous()
+old_top = build_previous("build/rt-tests/xchg_worker")
+old_worker = os.path.join(old_top, "build", "rt-tests", "xchg_worker")
 t = Test("tcp-versions")
 this = open(os.path.join(ROOT, "VERSION")).read().strip()
 t.ok(version_of(os.path.join(old_top, "build", "libdistbind.so")) == PREV,

@@ -43,7 +43,7 @@ FIELDS = [
     "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "CUDA_DEVICE_ORDER",
     "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS",
-    "DIST_BIND_SRUN_DEVICES",
+    "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION",
     "HOSTNAME_", "OPEN_", "ALLOC_",
 ]
 
@@ -182,7 +182,8 @@ def reuse_kept_lab(key):
 class Lab:
     def __init__(self, cpus=3, gpus=4, plugstack="", kind="required", resv_ports=False, sanitize_dir=None,
                  cli_filter=None, tree_first=None, slurmd_debug=None, gpu_uuids=False, gpu_types=False,
-                 stepmgr=False, oci=False, nodes=2, tree=None, configless=False, cgroup=None):
+                 stepmgr=False, oci=False, nodes=2, tree=None, configless=False, cgroup=None, srun_plugin=None,
+                 node_plugin=None):
         """sanitize_dir: run slurmd/slurmstepd with ASan+UBSan preloaded and
         the sanitized plugin build, logging reports into that directory
         (srun keeps the plain build: its process is not sanitized).
@@ -196,7 +197,9 @@ class Lab:
         configuration from slurmctld (lab.sh --configless): run() runs
         clients as a login node without slurm.conf.  cgroup: True or False
         for device cgroups whatever the configuration says (None: as it
-        says)."""
+        says).  srun_plugin, node_plugin: another build of the plugin for
+        the client commands (srun, sbatch, salloc: a login node) or for
+        slurmd and slurmstepd (the nodes), e.g. another release's."""
         require_lab()
         self.config = lab_config()
         # Device cgroups (ConstrainDevices=yes), on cgroup v1 or v2.
@@ -217,6 +220,7 @@ class Lab:
         self.cpus, self.gpus, self.resv_ports = cpus, gpus, resv_ports
         self.initial = (kind, plugstack)
         self.sanitize_dir = sanitize_dir
+        self.srun_plugin, self.other_node_plugin = srun_plugin, node_plugin
         self.runtime_deadlocks = 0
         self.dir = None
 
@@ -283,15 +287,21 @@ class Lab:
         conf = os.path.join(self.dir, "slurm.conf")
         # A private copy: a running slurmd keeps its plugin open (replaced
         # by a rename, never written over).
-        self.plugin = os.path.join(self.dir, "spank_dist_bind.so")
-        shutil.copy(PLUGIN, self.plugin + ".new")
-        os.replace(self.plugin + ".new", self.plugin)
+        def private(src, name):
+            path = os.path.join(self.dir, name)
+            shutil.copy(src, path + ".new")
+            os.replace(path + ".new", path)
+            return path
+
+        self.plugin = private(self.srun_plugin or PLUGIN, "spank_dist_bind.so")
         self.node_plugin = self.plugin
         if self.sanitize_dir:
-            self.node_plugin = os.path.join(self.dir, "spank_dist_bind.asan.so")
-            shutil.copy(SAN_PLUGIN, self.node_plugin)
+            self.node_plugin = private(SAN_PLUGIN, "spank_dist_bind.asan.so")
+        elif self.srun_plugin or self.other_node_plugin:
+            self.node_plugin = private(self.other_node_plugin or PLUGIN, "spank_dist_bind.node.so")
+        if self.node_plugin != self.plugin:
             # Client commands read a copy of slurm.conf naming a plugstack
-            # with the plain build; slurmd and slurmstepd read the original.
+            # with the client commands' plugin; slurmd and slurmstepd read the original.
             client = os.path.join(self.dir, "slurm-client.conf")
             with open(conf) as f, open(client, "w") as g:
                 for line in f:
@@ -325,7 +335,7 @@ class Lab:
     def plugstack(self, args="", kind="required", raw=None):
         """Rewrite plugstack.conf; srun and slurmstepd re-read it per job."""
         files = [("plugstack.conf", self.node_plugin)]
-        if self.sanitize_dir:
+        if self.node_plugin != self.plugin:
             files.append(("plugstack-client.conf", self.plugin))
         for name, so in files:
             line = raw if raw is not None else "%s %s %s" % (kind, so, args)
@@ -655,7 +665,7 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
         want_master = master if master is not None else base[0]["SLURMD_NODENAME"]
         t.eq(f["MASTER_ADDR"], want_master, pre + "MASTER_ADDR is rank 0's host")
         t.eq(f["DIST_BIND_MODE"], mode, pre + "DIST_BIND_MODE")
-        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES"):
+        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION"):
             t.eq(f[hint], None, pre + "srun's %s is not left in the task" % hint)
         mine = own(r)
         if mine is None:  # no GPUs in this job

@@ -3,7 +3,8 @@
 torchrun's command line but --nproc-per-node (and --rdzv-backend=c10d).
 
 - `-N2 --ntasks-per-node=1 --gpus-per-node=3`: in every mode a node's only
-  task owns all of that node's step GPUs (device 0 onwards), and gets
+  task owns all of that node's step GPUs (device 0 onwards, so no
+  DIST_BIND_DEVICE for its workers to inherit), and gets
   torchrun's PET_* defaults (PET_NNODES = tasks, PET_NODE_RANK = RANK,
   PET_MASTER_ADDR/PORT, PET_RDZV_ENDPOINT, PET_RDZV_ID = JOB.STEP).
 - `torchrun --nproc-per-node=3` there, static rendezvous (rank mode) and
@@ -42,7 +43,7 @@ What the harness adapts, test-only (dist-bind is not changed):
 """
 # lab-configs: plain cgroup
 # Releases: the default, 22.05 and 26.05 (torch 1.13 and 2.14; 24.11's torch 2.6 was run by hand: passed; not yet in make check there)
-import os, shutil, subprocess, sys
+import os, shlex, shutil, subprocess, sys
 sys.path.insert(0, os.path.dirname(__file__))
 from labkit import Lab, Test, BUILD, HERE, skip, check_mapping
 import devmodel
@@ -76,11 +77,15 @@ WORKER = [os.path.join(HERE, "torchrun_worker.py"), LIB]
 t = Test("torchrun")
 
 
-def torchrun(lab, job, flags, env=None):
-    """srun JOB torchrun FLAGS worker: the workers' rows, by RANK."""
+def torchrun(lab, job, flags, env=None, shell=False):
+    """srun JOB torchrun FLAGS worker (shell: started by bash -c, where
+    srun's command line names no torchrun): the workers' rows, by RANK."""
     e = dict(HARNESS)
     e.update(env or {})
-    r = lab.srun("-t 5 " + job, ["torchrun"] + flags + WORKER, env=e, timeout=400)
+    cmd = ["torchrun"] + flags + WORKER
+    if shell:
+        cmd = ["bash", "-c", " ".join(shlex.quote(w) for w in cmd)]
+    r = lab.srun("-t 5 " + job, cmd, env=e, timeout=400)
     rows = {}
     for line in r.stdout.splitlines():
         if "WORKER " in line:
@@ -117,6 +122,10 @@ def check_workers(rows, what, nworkers, agent_own, lab_alloc, mode):
              % (want, w["host"], lab_alloc[w["host"]]))
         if mode == "isolate" or len(mine) == len(lab_alloc[w["host"]]):
             t.eq(seen[local] if local < len(seen) else None, want, pre + "cuda:LOCAL_RANK is its own GPU too")
+        if len(mine) == len(lab_alloc[w["host"]]):
+            # Its agent is its node's only task: nothing it inherits names
+            # the agent's device as the worker's.
+            t.eq(w["DIST_BIND_DEVICE"], "-", pre + "no DIST_BIND_DEVICE inherited from its agent")
         t.ok((w["host"], want) not in taken, pre + "no other worker on %s has GPU %d (%s)"
              % (w["host"], want, taken.get((w["host"], want))))
         taken[(w["host"], want)] = rank
@@ -132,7 +141,9 @@ with Lab() as lab:
         fixed = lab.table(job + " --dist-bind=" + mode)
         check_mapping(t, base, fixed, mode, lambda r: alloc[base[r]["SLURMD_NODENAME"]])
         for r, f in sorted(fixed.items()):
-            t.eq(f["DIST_BIND_DEVICE"], "0", "%s: task %d's first own GPU is device 0" % (mode, r))
+            # Device 0, CUDA's default: no DIST_BIND_DEVICE, which torchrun
+            # would copy into every worker as if it were the worker's.
+            t.eq(f["DIST_BIND_DEVICE"], None, "%s: task %d, its node's only, gets no DIST_BIND_DEVICE" % (mode, r))
 
     # torchrun's defaults, as the agents see them.
     r = lab.srun(job + " --dist-bind", ["bash", "-c", 'echo "PET $RANK $PET_NNODES $PET_NODE_RANK $PET_MASTER_ADDR '
@@ -162,6 +173,8 @@ with Lab() as lab:
 
     rows, what = torchrun(lab, job + " --dist-bind=isolate", [flag("rdzv-backend", "c10d"), nproc])
     check_workers(rows, what, 6, one_per_node, alloc, "isolate")
+    rows, what = torchrun(lab, job + " --dist-bind", [nproc], shell=True)
+    check_workers(rows, "bash -c " + what, 6, one_per_node, alloc, "rank")
 
     # Uneven: -n3 agents over two nodes, two GPUs each (2 + 1 agents).
     job2 = "-N2 -n3 --gpus-per-task=2"

@@ -27,5 +27,5 @@ for x in "MAJOR $ma" "MINOR $mi" "PATCH $pa"; do
 done
 grep -q '#include "distbind_version.h"' lib/runtime/include/distbind.h || fail "distbind.h does not include distbind_version.h"
 strings -a "$B/libdistbind.so" | grep -x "$v" >/dev/null || fail "libdistbind.so does not carry $v (distbind_version())"
-strings -a "$B/spank_dist_bind.so" | grep -x "$v" >/dev/null || fail "the plugin does not carry $v (its slurmd log line)"
+strings -a "$B/spank_dist_bind.so" | grep -F "dist-bind $v loaded" >/dev/null || fail "the plugin does not carry $v (its slurmd log line, \"dist-bind $v loaded\")"
 echo "ok: VERSION $v and ABI $abi agree everywhere"

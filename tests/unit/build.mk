@@ -14,6 +14,11 @@ FLAGS.tests/exchange := $(RT_INC)
 $(B)/tests/unit_%: $(B)/san/tests/unit/%.o $(PLAN_SAN) $(COMMON_SAN)
 	@mkdir -p $(@D)
 	$(SAN_LD) -o $@ $^ $(CHECK_LIBS)
+# The plan's C entry points with operator new failing on request.
+$(B)/tests/unit_test_plan_guards: $(B)/san/tests/unit/test_plan_guards.o $(B)/san/tests/unit/failing_new.o \
+                                  $(PLAN_SAN) $(COMMON_SAN)
+	@mkdir -p $(@D)
+	$(SAN_LD) -o $@ $^ $(CHECK_LIBS)
 # The runtime's (shortest-stem match wins over the rule above).
 $(B)/tests/unit_test_runtime_%: $(B)/san/tests/unit/test_runtime_%.o $(B)/san/tests/unit/runtime_hooks.o \
                                 $(RT_SAN) $(COMMON_SAN)

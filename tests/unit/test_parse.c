@@ -217,7 +217,7 @@ START_TEST(tasks_per_node_cap) {
     char err[DB_ERRLEN] = "", **env = make_env("SLURM_STEP_TASKS_PER_NODE=1(x16777215)|SLURM_STEP_NODELIST=n[1-2]");
     db_config c;
     db_request eff = {DB_MODE_RANK, 0, 0, 0};
-    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env, 0, 0, 0};
+    db_node_input in = {7, 0, 2, 0, 2, 1, (const char *const *)env, 0, 0, 0, 0, NULL, 0};
     db_node_plan *np = NULL;
     ck_assert(db_config_parse(0, NULL, &c, err, sizeof err) == 0);
     ck_assert_msg(db_node_plan_new(&c, &eff, &in, &np, err, sizeof err) != 0, "accepted");

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "db_core.h"
+#include "distbind_version.h"
 #include "plan_view.h"
 #include "unit.h"
 
@@ -163,6 +164,28 @@ static const struct row rows[] = {
      "node gpu03 runs rank 0 of step 7.0 but is node 2 in Slurm's order&srun passed no " DB_NODE_RANKS_HINT
      "&plugstack.conf srun reads&--async",
      NULL},
+    /* srun's dist-bind of another release: where its word is missing, the
+     * message names both versions (0.1.0 says none, but sets its devices
+     * word); where nothing is missing, verbose says so and the step runs. */
+    {"srun of 0.1.0, no node ranks", "", "", 7, 0, 4, 2, 8, 2, NOHINT4 "|" DB_DEVICES_HINT "=none" LOWEST(0), 0, 0, "",
+     NULL,
+     "srun passed no " DB_NODE_RANKS_HINT "&srun's dist-bind is older than this node's " DISTBIND_VERSION_STRING
+     "&0.1.0 or earlier&the same dist-bind",
+     NULL},
+    {"srun of another release, no node ranks", "", "", 7, 0, 4, 2, 8, 2,
+     NOHINT4 "|" DB_SRUN_VERSION_HINT "=0.9.1" LOWEST(0), 0, 0, "", NULL,
+     "srun's dist-bind is 0.9.1, this node's " DISTBIND_VERSION_STRING "&the same dist-bind", NULL},
+    {"srun of another release, no rank 0 for arbitrary", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_SRUN_VERSION_HINT "=0.9.1", 1, 0, "", NULL,
+     "MASTER_ADDR&" DB_RANK0_HINT "&srun's dist-bind is 0.9.1, this node's " DISTBIND_VERSION_STRING, NULL},
+    {"srun of another release, nothing missing", "verbose", "", 7, 0, 2, 1, 5, 2,
+     SEED_N2 "|" DB_SRUN_VERSION_HINT "=0.9.1" LOWEST(3), 3, 0, TASK("0") "|" DB_SRUN_VERSION_HINT "=0.9.1",
+     RANKVARS("3", "5", "0", "2", "1", "2") "|~" DB_SRUN_VERSION_HINT, NULL,
+     "srun's dist-bind is 0.9.1, this node's " DISTBIND_VERSION_STRING},
+    {"srun of this release: no note, its version removed", "verbose", "", 7, 0, 2, 1, 5, 2,
+     SEED_N2 "|" DB_SRUN_VERSION_HINT "=" DISTBIND_VERSION_STRING LOWEST(3), 3, 0,
+     TASK("0") "|" DB_SRUN_VERSION_HINT "=" DISTBIND_VERSION_STRING,
+     RANKVARS("3", "5", "0", "2", "1", "2") "|~" DB_SRUN_VERSION_HINT, NULL, "node_rank=1/2"},
     {"no hint: the first node does not run rank 0", "", "", 7, 0, 4, 0, 8, 2, NOHINT4 LOWEST(4), 4, 0, "", NULL,
      "node gpu01 is the first node of step 7.0 in Slurm's order but runs no rank 0 (its lowest is "
      "4)&" DB_NODE_RANKS_HINT,
@@ -229,7 +252,7 @@ static const struct row rows[] = {
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=2" GPUS("0,1,2,3"), 0, 0, TASK("3,1"),
      "CUDA_VISIBLE_DEVICES=3,1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=3,1", NULL, NULL},
     {"node's only task owns all its GPUs", "isolate", "", 7, 0, 2, 1, 3, 1, STEP2("2,1") GPUS("0,1"), 2, 0, TASK("0,1"),
-     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1", NULL, NULL},
 
     /* --- 8 GPUs per node, 8 tasks ---------------------------------------------------------- */
     {"8 per node rank7", "", "", 9, 3, 2, 1, 16, 8, STEP2("8(x2)") GPUS("0,1,2,3,4,5,6,7"), 15, 7, TASK("7"),
@@ -297,7 +320,7 @@ static const struct row rows[] = {
      0, CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL, NULL},
     {"cgroup, the node's only task owns all", "", "", 7, 0, 2, 1, 5, 1,
      STEP2("4,1") GPUS("0,1") "|" DB_DEVICES_HINT "=cgroup", 4, 0, CG_TASK("0,1", "0,1"),
-     "CUDA_VISIBLE_DEVICES=0,1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1", NULL, NULL},
 /* 26.05, --gpu-bind=none, another job holds GPU 0 of node2: the step's
  * GPUs there are 1,2 (0,1 in the cgroup), and Slurm gives every task of
  * the node the same one-GPU list.  No binding: local task i owns the
@@ -336,16 +359,16 @@ static const struct row rows[] = {
  * to its own GPU, numbered 0 inside its cgroup. */
 #define LONE(hint) "SLURM_STEP_NODELIST=node2|SLURM_STEP_TASKS_PER_NODE=1" GPUS("0,1,2") hint
     {"lone task, not bound (22.05), no cgroup", "", "", 7, 0, 1, 0, 1, 1, LONE(""), 0, 0, TASK("0,1,2"),
-     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2", NULL, NULL},
     {"lone task, not bound (22.05), cgroup", "", "", 7, 0, 1, 0, 1, 1, LONE("|" DB_DEVICES_HINT "=cgroup"), 0, 0,
-     CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2", NULL, NULL},
+     CG_TASK("0,1,2", "0,1,2"), "CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2", NULL, NULL},
     {"lone task, not bound (22.05), cgroup, isolate", "isolate", "", 7, 0, 1, 0, 1, 1,
      LONE("|" DB_DEVICES_HINT "=cgroup"), 0, 0, CG_TASK("0,1,2", "0,1,2"),
-     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2", NULL, NULL},
     {"lone task bound (25.11), no cgroup: rank", "", "", 7, 0, 1, 0, 1, 1, LONE("|" DB_DEVICES_HINT "=none"), 0, 0,
-     TASK("1"), "CUDA_VISIBLE_DEVICES=1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+     TASK("1"), "CUDA_VISIBLE_DEVICES=1,0,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=1", NULL, NULL},
     {"lone task bound (25.11), no cgroup: isolate", "isolate", "", 7, 0, 1, 0, 1, 1, LONE("|" DB_DEVICES_HINT "=none"),
-     0, 0, TASK("1"), "CUDA_VISIBLE_DEVICES=1|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1", NULL, NULL},
+     0, 0, TASK("1"), "CUDA_VISIBLE_DEVICES=1|-DIST_BIND_DEVICE|DIST_BIND_GPUS=1", NULL, NULL},
     {"lone task bound (25.11), cgroup: rank cannot keep its promise", "", "", 7, 0, 1, 0, 1, 1,
      LONE("|" DB_DEVICES_HINT "=cgroup"), 0, 0, CG_TASK("0", "1"), NULL,
      "node node2&confines each task of step 7.0&--gpu-bind=none", NULL},
@@ -353,7 +376,7 @@ static const struct row rows[] = {
      LONE("|" DB_DEVICES_HINT "=cgroup"), 0, 0, CG_TASK("0", "1"), NULL, "--dist-bind=closest&--gpu-bind=none", NULL},
     {"lone task bound (25.11), cgroup: isolate keeps Slurm's lists", "isolate,verbose", "", 7, 0, 1, 0, 1, 1,
      LONE("|" DB_DEVICES_HINT "=cgroup"), 0, 0, CG_TASK("0", "1"),
-     "-CUDA_VISIBLE_DEVICES|-ROCR_VISIBLE_DEVICES|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0", NULL,
+     "-CUDA_VISIBLE_DEVICES|-ROCR_VISIBLE_DEVICES|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0", NULL,
      "confines this task to its own GPUs"},
     {"lone task bound (25.11), cgroup seen in the lists", "", "", 7, 0, 1, 0, 1, 1,
      "SLURM_STEP_NODELIST=n1|SLURM_STEP_TASKS_PER_NODE=1|SLURM_STEP_GPUS=1,3|CUDA_VISIBLE_DEVICES=0,1", 0, 0,
@@ -674,19 +697,19 @@ static const struct row rows[] = {
      *     the node's only task owns all its GPUs in every mode; torchrun's PET_*
      *     defaults, and the place they were set for (DIST_BIND_TASK) ---------- */
     {"torchrun agent, rank", "port=23456", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
-     RANKVARS("1", "2", "0", "1", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2|"
+     RANKVARS("1", "2", "0", "1", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2|"
                                             "DIST_BIND_TASK=1,0,2|PET_NNODES=2|PET_NODE_RANK=1|PET_MASTER_ADDR=node1|"
                                             "PET_MASTER_PORT=23456|PET_RDZV_ENDPOINT=node1:23456|PET_RDZV_ID=7.0",
      NULL, NULL},
     {"torchrun agent, isolate", "isolate", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
-     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
     {"torchrun agent, closest", "closest", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
-     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
     {"torchrun agent, env", "env", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
-     "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
+     "-CUDA_VISIBLE_DEVICES|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2|PET_NODE_RANK=1", NULL, NULL},
     {"torchrun agent, --gpu-bind=none", "isolate", "", 7, 0, 2, 0, 2, 1,
      STEP2("1,1") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=1,2,3", 0, 0, "",
-     "CUDA_VISIBLE_DEVICES=1,2,3|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1,2,3|PET_NODE_RANK=0", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=1,2,3|-DIST_BIND_DEVICE|DIST_BIND_GPUS=1,2,3|PET_NODE_RANK=0", NULL, NULL},
     {"torchrun: second agent of a node (-n3 over two nodes)", "", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1,
      1, TASK("2,3"), "DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3|DIST_BIND_TASK=1,1,3|PET_NNODES=3|PET_NODE_RANK=1", NULL,
      NULL},

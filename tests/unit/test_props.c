@@ -5,7 +5,8 @@
  * For every generated step that the plan accepts, in rank mode:
  *   - the visible list is a permutation of the step's GPUs on the node;
  *   - devices DIST_BIND_DEVICE .. +k-1 are exactly the task's own GPUs;
- *   - DIST_BIND_DEVICE == LOCAL_RANK * k;
+ *   - DIST_BIND_DEVICE == LOCAL_RANK * k, and a node's only task has none
+ *     (its device is 0, CUDA's default and libdistbind's choice);
  * in isolate mode the visible list is exactly the own GPUs.  Steps without
  * a list for the task (--gpu-bind=none), with srun's word on GPUs per task,
  * and inside device cgroups (Slurm's lists numbered from 0) are among them.
@@ -86,8 +87,9 @@ START_TEST(generated_layouts) {
         snprintf(tenv_s, sizeof tenv_s, nolist ? "X=%s" : "CUDA_VISIBLE_DEVICES=%s", task_list);
         char **senv = make_env(senv_s), **tenv = make_env(tenv_s);
         db_request req = {isolate ? DB_MODE_ISOLATE : DB_MODE_RANK, 0, 0, 0};
-        db_node_input ni = {1, 0, 2, 0, (uint32_t)ntasks_node + 1, (uint32_t)ntasks_node, (const char *const *)senv,
-                            0, 0, 0};
+        db_node_input ni = {
+            1, 0, 2,    0, (uint32_t)ntasks_node + 1, (uint32_t)ntasks_node, (const char *const *)senv, 0, 0,
+            0, 0, NULL, 0};
         db_task_input ti = {(uint32_t)local, (uint32_t)local, (const char *const *)tenv};
         db_node_plan *np = NULL;
         db_task_plan *tp = NULL;
@@ -104,7 +106,10 @@ START_TEST(generated_layouts) {
             int nv = split_list(get(tp, "CUDA_VISIBLE_DEVICES"), vis, 8);
             int no = split_list(get(tp, "DIST_BIND_GPUS"), own, 8);
             int ns = split_list(step_list, stepv, 8);
-            int dev = atoi(get(tp, "DIST_BIND_DEVICE"));
+            const char *devv = get(tp, "DIST_BIND_DEVICE");
+            int dev = devv ? atoi(devv) : 0;
+            ck_assert_msg((devv == NULL) == (ntasks_node == 1), "DIST_BIND_DEVICE %s with %d tasks on the node",
+                          devv ? devv : "unset", ntasks_node);
             int unbound_k = nolist && per_task_word && ntasks_node * k <= ngpu ? k : 1;
             ck_assert_int_eq(no, bound ? k : (ntasks_node == 1 ? ngpu : unbound_k));
             if (isolate) {
@@ -174,6 +179,9 @@ START_TEST(garbage_never_crashes) {
                             (const char *const *)senv,
                             0,
                             0,
+                            0,
+                            0,
+                            NULL,
                             0};
         db_task_input ti = {next() % 16, next() % 8, (const char *const *)tenv};
         db_node_plan *np = NULL;

@@ -13,7 +13,10 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1:m
 
 #define PLUGIN "RANK=4|WORLD_SIZE=5|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|NODE_RANK=1|GROUP_RANK=1|DIST_BIND_MODE=rank"
 #define SECRET "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
-#define AGENT "|NODE_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_TASK=1,0,2|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=0,1,2"
+/* A node's only task, as torchrun's agent: no DIST_BIND_DEVICE (its device
+ * is 0); dist-bind 0.1.0 set DIST_BIND_DEVICE=0 there (AGENT_010). */
+#define AGENT "|NODE_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_TASK=1,0,2|DIST_BIND_GPUS=0,1,2"
+#define AGENT_010 AGENT "|DIST_BIND_DEVICE=0"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
 struct place_row {
@@ -34,8 +37,11 @@ static const struct place_row place_rows[] = {
     /* torchrun's workers under srun --dist-bind: the plugin set the agent up
      * (DIST_BIND_TASK names its place), torchrun re-ranked the workers.  The
      * workers' own ranks, GROUP_RANK over the agent's NODE_RANK, and device
-     * = the agent's first (DIST_BIND_DEVICE) + the worker's LOCAL_RANK. */
+     * = the agent's first (DIST_BIND_DEVICE, none: 0) + the worker's
+     * LOCAL_RANK. */
     {"RANK=5|WORLD_SIZE=6|LOCAL_RANK=2|LOCAL_WORLD_SIZE=3|GROUP_RANK=1" AGENT, DISTBIND_OK, 5, 6, 2, 3, 1, 2, "env",
+     NULL},
+    {"RANK=5|WORLD_SIZE=6|LOCAL_RANK=2|LOCAL_WORLD_SIZE=3|GROUP_RANK=1" AGENT_010, DISTBIND_OK, 5, 6, 2, 3, 1, 2, "env",
      NULL},
     {"RANK=1|WORLD_SIZE=6|LOCAL_RANK=1|LOCAL_WORLD_SIZE=3|GROUP_RANK=0" AGENT, DISTBIND_OK, 1, 6, 1, 3, 0, 1, "env",
      NULL},
@@ -47,6 +53,8 @@ static const struct place_row place_rows[] = {
     {PLUGIN "|DIST_BIND_TASK=4,1,5|DIST_BIND_DEVICE=1", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
     {"RANK=3|WORLD_SIZE=8|LOCAL_RANK=3|LOCAL_WORLD_SIZE=4|GROUP_RANK=0" AGENT, DISTBIND_ERR_DEVICE, 0, 0, 0, 0, 0, 0,
      NULL, "LOCAL_RANK=3&owns 3 GPUs (DIST_BIND_GPUS=\"0,1,2\")&--nproc-per-node=3"},
+    {"RANK=3|WORLD_SIZE=8|LOCAL_RANK=3|LOCAL_WORLD_SIZE=4|GROUP_RANK=0" AGENT_010, DISTBIND_ERR_DEVICE, 0, 0, 0, 0, 0,
+     0, NULL, "LOCAL_RANK=3&owns 3 GPUs (DIST_BIND_GPUS=\"0,1,2\")&--nproc-per-node=3"},
     {PLUGIN "|DIST_BIND_TASK=4,1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,1\"&RANK,LOCAL_RANK"},
     {PLUGIN "|DIST_BIND_TASK=4,x,5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,x,5\""},
     /* Slurm's own. */

@@ -56,7 +56,7 @@ static const struct row rows[] = {
     {"closest k=2 task 1", "closest", 2, 2, N1("2") GPUS("0,1,2,3"), 1, 1, TASK("2,3"), "2,3/8/;1,0/0/", NULL,
      "CUDA_VISIBLE_DEVICES=2,3,1,0|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=1,0|DIST_BIND_NUMA=0", NULL, NULL},
     {"closest isolate-like only task", "closest", 1, 1, N1("1") GPUS("0,1"), 0, 0, TASK("0,1"), "1,0/1/hsi1", NULL,
-     "CUDA_VISIBLE_DEVICES=1,0|DIST_BIND_DEVICE=0|DIST_BIND_GPUS=1,0|DIST_BIND_NICS=hsi1", NULL, NULL},
+     "CUDA_VISIBLE_DEVICES=1,0|-DIST_BIND_DEVICE|DIST_BIND_GPUS=1,0|DIST_BIND_NICS=hsi1", NULL, NULL},
     /* AMD: only ROCR_VISIBLE_DEVICES. */
     {"closest ROCR only", "closest", 2, 2, N1("2") "|SLURM_STEP_GPUS=0,1|ROCR_VISIBLE_DEVICES=0,1", 0, 0,
      "ROCR_VISIBLE_DEVICES=0", "1/3/hsi0;0/0/hsi2", NULL,
@@ -143,7 +143,7 @@ START_TEST(closest_row) {
     db_request opt, eff;
     db_node_plan *np = NULL;
     db_task_plan *tp = NULL;
-    db_node_input ni = {7, 0, 1, 0, r->ntasks, r->local_ntasks, (const char *const *)senv, 0, 0, 0};
+    db_node_input ni = {7, 0, 1, 0, r->ntasks, r->local_ntasks, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
     db_task_input ti = {r->rank, r->local, (const char *const *)tenv};
     struct parsed p;
     int rc;
@@ -201,7 +201,7 @@ START_TEST(gpu_ids) {
     db_config cfg;
     db_request eff = {DB_MODE_CLOSEST, 0, 0, 0};
     db_node_plan *np = NULL;
-    db_node_input ni = {7, 0, 1, 0, 2, 2, (const char *const *)senv, 0, 0, 0};
+    db_node_input ni = {7, 0, 1, 0, 2, 2, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
     ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
     ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
     ck_assert_uint_eq(db_node_plan_gpu_count(np), 2);

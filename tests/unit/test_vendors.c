@@ -145,7 +145,7 @@ START_TEST(combination) {
             db_task_plan *tp = NULL;
             ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
             ck_assert(db_request_parse(modes[m], &req, err, sizeof err) == 0);
-            db_node_input ni = {7, 0, 1, 0, 3, 3, (const char *const *)senv, 0, 0, 0};
+            db_node_input ni = {7, 0, 1, 0, 3, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
             db_task_input ti = {t, t, (const char *const *)tenv};
             ck_assert_msg(db_node_plan_new(&cfg, &req, &ni, &np, err, sizeof err) == 0, "%s: %s", what, err);
             ck_assert_msg(db_task_plan_new(np, &ti, &tp, err, sizeof err) == 0, "%s: %s", what, err);

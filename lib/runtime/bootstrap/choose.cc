@@ -101,4 +101,11 @@ std::unique_ptr<Exchange> choose_exchange(const Env &env, const Identity &id, co
     return make_tcp(c);
 }
 
+bool launcher_place(const Env &env, std::shared_ptr<void> &keep, double timeout_s, LauncherPlace &out) {
+    if (!pmix_has_server(env)) return false;
+    const PmixPlace p = pmix_place(keep, timeout_s);
+    out = {p.rank, p.world, p.local_rank, p.local_world, p.node_rank};
+    return true;
+}
+
 }  // namespace db::rt
