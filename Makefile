@@ -3,7 +3,7 @@
 #   make            build everything into build/
 #   make check      every test (unit under ASan/UBSan, the lab, PyTorch), the
 #                   lab and package tests also on Slurm 24.11 and 26.05
-#                   (tests/lab/release.sh)
+#                   (tests/lab/kit/release.sh)
 #   make check-quick the same on this machine's Slurm only
 #   make demo       the seed job on the lab, without and with --dist-bind
 #   make bench      side-by-side speed figures
@@ -151,9 +151,9 @@ deps:
 
 # make check T="lab unit" runs only those levels (or tests whose name matches).
 # The lab and package tests run again on every other Slurm release
-# tests/lab/release.sh knows (each in its own Debian root, made once and
+# tests/lab/kit/release.sh knows (each in its own Debian root, made once and
 # cached under build/roots/, built into build/slurm-RELEASE/);
-# The cgroup v2 tests run in a guest per release (tests/lab/guest.sh, 22.05
+# The cgroup v2 tests run in a guest per release (tests/lab/kit/guest.sh, 22.05
 # and 26.05: DIST_BIND_GUEST_RELEASES); its files are made while the
 # releases build.  check-quick leaves the other releases and the guests out;
 # check-cgroup2 runs only the guests' tests.  make check boots the guests
@@ -177,11 +177,11 @@ check-cgroup2: deps release-build
 # tests say why.
 release-build:
 	@mkdir -p build; \
-	(for r in $${DIST_BIND_GUEST_RELEASES-22.05 26.05}; do tests/lab/guest.sh image $$r || true; done) \
+	(for r in $${DIST_BIND_GUEST_RELEASES-22.05 26.05}; do tests/lab/kit/guest.sh image $$r || true; done) \
 	    >build/guest-images.log 2>&1 & gpid=$$!; \
 	rc=0; \
-	for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/release.sh list)}; do \
-	    tests/lab/release.sh build $$r lab-bins || { rc=1; break; }; \
+	for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/kit/release.sh list)}; do \
+	    tests/lab/kit/release.sh build $$r lab-bins || { rc=1; break; }; \
 	done; \
 	wait $$gpid; grep -h '^guest: ' build/guest-images.log || true; exit $$rc
 
@@ -190,7 +190,7 @@ lab-bins: build-all $(LAB_BINS)
 
 demo: deps
 	@$(MAKE) --no-print-directory build-all
-	@tests/lab/demo.sh
+	@tests/lab/kit/demo.sh
 
 bench:
 	@$(MAKE) --no-print-directory build-all $(BENCH_BINS)

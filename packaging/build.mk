@@ -20,12 +20,12 @@ install-man:
 	        install -d $(DESTDIR)$(MANDIR)/man$$s; install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/; done; \
 	done
 
-# SLURM=24.11: build inside that release's root (tests/lab/release.sh), into
+# SLURM=24.11: build inside that release's root (tests/lab/kit/release.sh), into
 # $(B)/slurm-24.11/deb and .../rpm.
 ifneq ($(SLURM),)
-ifneq ($(SLURM),$(shell tests/lab/release.sh native))
+ifneq ($(SLURM),$(shell tests/lab/kit/release.sh native))
 deb rpm:
-	tests/lab/release.sh run $(SLURM) $(MAKE) --no-print-directory $@ B=$(B)/slurm-$(SLURM)
+	tests/lab/kit/release.sh run $(SLURM) $(MAKE) --no-print-directory $@ B=$(B)/slurm-$(SLURM)
 SLURM_ELSEWHERE := 1
 endif
 endif

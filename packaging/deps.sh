@@ -2,7 +2,7 @@
 # Install the Debian packages dist-bind needs to build and test, if missing.
 # As root only; otherwise list what is missing and carry on.
 set -euo pipefail
-# Inside a release's root (tests/lab/release.sh) its package list applies.
+# Inside a release's root (tests/lab/kit/release.sh) its package list applies.
 [ -z "${DIST_BIND_IN_RELEASE:-}" ] || exit 0
 pkgs=(
   g++ make pkg-config check            # build, unit tests
@@ -18,7 +18,7 @@ pkgs=(
   mmdebstrap                           # the Debian roots of the 24.11 and 26.05 labs and of the guests
   python3-mpi4py openmpi-bin libopenmpi-dev mpich libmpich-dev  # MPI under --dist-bind
   crun                                 # Slurm's --container (OCI)
-  qemu-system-x86 zstd xz-utils e2fsprogs  # the cgroup v2 guest (tests/lab/guest.sh)
+  qemu-system-x86 zstd xz-utils e2fsprogs  # the cgroup v2 guest (tests/lab/kit/guest.sh)
 )
 missing=()
 for p in "${pkgs[@]}"; do

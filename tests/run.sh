@@ -17,7 +17,7 @@
 # DIST_BIND_LAB_CONFIGS limits the configurations run (default: all).
 #
 # The cgroup2 runs happen inside the cgroup v2 guest of their release
-# (tests/lab/guest.sh: a virtual machine; DIST_BIND_GUEST_RELEASES, default
+# (tests/lab/kit/guest.sh: a virtual machine; DIST_BIND_GUEST_RELEASES, default
 # 22.05 and 26.05, says which releases): one boot per release runs all of
 # that release's selected cgroup2 tests with this script inside, and each
 # test's result is reported here as any other (lab/t_seed[cgroup2],
@@ -27,7 +27,7 @@
 # DIST_BIND_TESTS="LEVEL:PATH@CONFIG ..." runs exactly those entries.
 #
 # Lab and package tests also run on each other Slurm release in
-# DIST_BIND_LAB_RELEASES (default: every release tests/lab/release.sh
+# DIST_BIND_LAB_RELEASES (default: every release tests/lab/kit/release.sh
 # knows, e.g. 24.11 and 26.05; empty: none), inside that release's root:
 # configuration "24.11" for plain, "24.11,cgroup" for cgroup, reported as
 # lab/t_name[24.11,cgroup].  A test with a line "# lab-releases: native"
@@ -48,13 +48,13 @@ mkdir -p "$LOGS"
 TIMEOUT=${DIST_BIND_TEST_TIMEOUT:-900}
 LEVELS=(repo unit topology exchange pkg lab gpu)
 LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup cgroup2})
-LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/release.sh list)})
+LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/kit/release.sh list)})
 PARTIAL_RELEASES=" ${DIST_BIND_LAB_PARTIAL-24.11} "
 GUEST_RELEASES=" ${DIST_BIND_GUEST_RELEASES-22.05 26.05} "
 if [ -n "${DIST_BIND_IN_GUEST:-}" ]; then
     NATIVE=$DIST_BIND_IN_GUEST
 else
-    NATIVE=$(tests/lab/release.sh native 2>/dev/null || true)
+    NATIVE=$(tests/lab/kit/release.sh native 2>/dev/null || true)
 fi
 
 # The configurations a lab test runs in, among those enabled.
@@ -174,7 +174,7 @@ guest_boot() {
     shift
     rm -f "$LOGS/guest-$rel.rc" "$LOGS/guest-$rel.secs"
     start=${EPOCHREALTIME/./}
-    tests/lab/guest.sh run "$rel" --timeout $((600 + TIMEOUT * n)) \
+    tests/lab/kit/guest.sh run "$rel" --timeout $((600 + TIMEOUT * n)) \
         env DIST_BIND_TESTS="$*" DIST_BIND_TEST_TIMEOUT="$TIMEOUT" DIST_BIND_CI="${DIST_BIND_CI:-}" \
         DIST_BIND_LAB_CONFIGS=cgroup2 tests/run.sh >"$glog" 2>&1 </dev/null
     rc=$?

@@ -287,6 +287,12 @@ void copy_out(std::string_view s, char *buf, size_t len) {
     buf[n] = '\0';
 }
 
+std::string first_n(size_t n) {
+    std::string out;
+    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
+    return out;
+}
+
 std::string join(const std::vector<std::string> &v, char sep) {
     std::string out;
     for (size_t i = 0; i < v.size(); i++) {

@@ -53,5 +53,7 @@ const char *env_get(const char *const *env, std::string_view name);
 void copy_out(std::string_view s, char *buf, size_t len);
 
 std::string join(const std::vector<std::string> &v, char sep = ',');
+// "0,1,...,n-1".
+std::string first_n(size_t n);
 
 }  // namespace db

@@ -240,8 +240,6 @@ bool node_holds_twin(const TaskEnv &task, TaskPlan &tp, size_t &cursor, std::str
 // task still holds, and puts back what user_init wrote but this task's plan
 // neither sets nor unsets (node_env.cc).
 void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp);
-// "0,1,...,n-1".
-std::string first_n(size_t n);
 // Checks the choice against the plan (task count, positions, one k) and
 // stores it; throws db::Error and leaves `np` as it was when it does not fit.
 void set_closest(NodePlan &np, const db_closest_input &c);

@@ -381,12 +381,6 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
 
 }  // namespace
 
-std::string first_n(size_t n) {
-    std::string out;
-    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
-    return out;
-}
-
 TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
     : global_rank(in.global_rank),
       local_rank(in.local_rank),

@@ -13,7 +13,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "lab"))
+sys.path.insert(0, os.path.join(HERE, "..", "lab", "kit"))
 import labkit  # noqa: E402
 from runtimekit import WORKER  # noqa: E402
 

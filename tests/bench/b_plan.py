@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 
 BASELINE = "e50afc0"  # tests/bench/build.mk: BASELINE_REV
 BENCH = os.path.join(ROOT, "build", "bench", "bench_plan")

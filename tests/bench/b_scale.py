@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 import labkit  # noqa: E402
 from runtimekit import CHECK, WORKER  # noqa: E402
 

@@ -18,7 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(ROOT, "build", "rt-tests", "xchg_worker")
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 from labkit import Test, skip  # noqa: E402  (shared assertion helper)
 
 

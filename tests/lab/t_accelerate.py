@@ -19,8 +19,8 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labkit import HERE, Lab, Test, skip  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import PROBES, Lab, Test, skip  # noqa: E402
 
 PY = "/usr/bin/python3"
 r = subprocess.run([PY, "-c", "import accelerate, transformers; print(accelerate.__version__, transformers.__version__)"],
@@ -35,7 +35,7 @@ NO_LIBUV = "without libuv" in subprocess.run(
     [PY, "-c", "import torch.distributed as d; d.TCPStore('127.0.0.1', 0, 1, True, use_libuv=True)"],
     capture_output=True, text=True).stderr
 ENV = {"USE_LIBUV": "0"} if NO_LIBUV else {}
-PROG = [PY, os.path.join(HERE, "accelerate_probe.py")]
+PROG = [PY, os.path.join(PROBES, "accelerate_probe.py")]
 SEED = "-t 3 -N2 -n5 --gpus-per-task=1"
 t = Test("accelerate")
 print("(%s%s)" % (VERSIONS, ", USE_LIBUV=0" if NO_LIBUV else ""))

@@ -30,9 +30,11 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 
-import labkit
-from labkit import FIELDS, Lab, Test, check_mapping, skip
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+import labkit  # noqa: E402
+from labkit import FIELDS, Lab, Test, check_mapping, skip  # noqa: E402
 
 JOB_USER, JOB_UID = "dist-bind-job", 4242
 IMAGE_ENV = {"RANK": "99", "CUDA_VISIBLE_DEVICES": "7", "MASTER_PORT": "1", "WORLD_SIZE": "99"}

@@ -11,7 +11,7 @@ async step without dist-bind runs as before, and so does one with
 --dist-bind=off under an admin's default=rank."""
 # lab-releases: 26.05 (srun --async is new in 26.05)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test
 
 t = Test("async")

@@ -11,7 +11,7 @@ the user gave is left alone (and still fails clearly)."""
 # lab-configs: cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, PROBE, check_mapping, bound_own, unbound_own, parse_probe, nobind_lists
 
 JOB = "-N2 -n5 --gpus-per-task=1"

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, bound_own, check_mapping, opens, slurm_at_least, unbound_own  # noqa: E402
 
 JOB = "-N2 -n5 --gpus-per-task=1"

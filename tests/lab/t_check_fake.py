@@ -12,7 +12,7 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test  # noqa: E402
 from runtimekit import BUILD, CHECK, check_rows, need  # noqa: E402
 

@@ -8,7 +8,7 @@ authentication (DIST_BIND_TCP_INSECURE=1) is flagged."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test  # noqa: E402
 from runtimekit import CHECK, check_rows, need  # noqa: E402
 

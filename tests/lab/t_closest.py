@@ -20,7 +20,7 @@ import sys
 # The fake driver view needs the test build of the plugin (the shipped one
 # never reads DIST_BIND_NVIDIA_PROC).
 os.environ["DIST_BIND_PLUGIN_BUILD"] = "test"
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, parse_probe, ROOT
 
 PROBE = r"""#!/bin/bash

@@ -8,7 +8,7 @@ anything but Slurm's own (suppressed) leaks."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_sanitizer_reports, sanitizer_logs
 from t_closest import scenario
 

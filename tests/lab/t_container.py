@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, skip  # noqa: E402
 import releasekit  # noqa: E402
 from runtimekit import CHECK, need  # noqa: E402

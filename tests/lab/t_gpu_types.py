@@ -9,7 +9,7 @@ The lab's nodes have two a100 and two v100 (lab.sh --gpu-types)."""
 # lab-configs: plain cgroup
 # lab-releases: 26.05 (multi-type --gpus-per-task is 25.05+)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own
 
 t = Test("gpu-types")

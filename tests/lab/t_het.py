@@ -15,15 +15,15 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labkit import HERE, PROBE, Lab, Test, bound_own, check_mapping, parse_probe, slurm_at_least  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import PROBES, PROBE, Lab, Test, bound_own, check_mapping, parse_probe, slurm_at_least  # noqa: E402
 from runtimekit import WORKER, need  # noqa: E402
 
 need(WORKER)
 t = Test("het")
 A = "-N1 -n3 --gpus-per-task=1"
 B = "-N1 -n2 --gpus-per-task=1"
-TORCH = ["/usr/bin/python3", os.path.join(HERE, "torch_allreduce.py")]
+TORCH = ["/usr/bin/python3", os.path.join(PROBES, "torch_allreduce.py")]
 HAVE_TORCH = subprocess.run(TORCH[:1] + ["-c", "import torch.distributed as d; assert d.is_available()"],
                             capture_output=True).returncode == 0
 NO_LIBUV = HAVE_TORCH and "without libuv" in subprocess.run(

@@ -13,7 +13,7 @@ job ran."""
 # lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, re, subprocess, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, slurm_at_least
 
 

@@ -11,7 +11,7 @@ its own GPU, so rank refuses it there (t_cgroup has the details)."""
 # lab-configs: plain cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own, nobind_lists, parse_probe, PROBE, slurm_at_least
 from devmodel import own_from_slurm
 

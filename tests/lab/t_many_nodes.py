@@ -20,7 +20,7 @@ nodes show:
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import PROBE, Lab, Test, bound_own, check_mapping, node_order, parse_probe, slurm_at_least, unbound_own  # noqa: E402
 from runtimekit import CHECK, check_rows, need  # noqa: E402
 

@@ -15,7 +15,7 @@ previouskit) on one side, this tree's on the other.
   variable they leave in the task)."""
 # lab-releases: native
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own, ROOT
 from previouskit import PREV, build_previous
 

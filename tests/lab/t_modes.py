@@ -4,7 +4,7 @@ the same job without --dist-bind."""
 # lab-configs: plain cgroup cgroup2
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own
 from devmodel import own_from_slurm
 

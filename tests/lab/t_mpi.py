@@ -36,8 +36,8 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labkit import BUILD, HERE, ROOT, Lab, Test, skip  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import BUILD, PROBES, ROOT, Lab, Test, skip  # noqa: E402
 
 PY = "/usr/bin/python3"
 LIBDISTBIND = os.path.join(BUILD, "libdistbind.so")
@@ -82,7 +82,7 @@ def build(lab):
             note("%s is not installed: no %s program" % (cc, flavour))
             continue
         exe = os.path.join(lab.dir, "mpi_probe." + flavour)
-        r = subprocess.run([cc, "-Wall", "-Wextra", "-Werror", os.path.join(HERE, "mpi_probe.c"), "-o", exe,
+        r = subprocess.run([cc, "-Wall", "-Wextra", "-Werror", os.path.join(PROBES, "mpi_probe.c"), "-o", exe,
                             "-I" + os.path.join(ROOT, "lib", "runtime", "include"), "-I" + os.path.join(BUILD, "include"),
                             "-L" + BUILD, "-ldistbind", "-Wl,-rpath," + BUILD],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -96,7 +96,7 @@ def build(lab):
                         "MPI.Get_library_version().split(',')[0].strip())"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **OMPI_ENV))
     if r.returncode == 0:
-        progs["mpi4py"] = ([PY, os.path.join(HERE, "mpi4py_probe.py")], "mpi4py " + r.stdout.strip())
+        progs["mpi4py"] = ([PY, os.path.join(PROBES, "mpi4py_probe.py")], "mpi4py " + r.stdout.strip())
     else:
         note("mpi4py does not import: %s" % r.stderr.strip()[-200:])
     return progs

@@ -3,7 +3,7 @@
 bad values refused before any allocation (required and optional plugin),
 default= and --dist-bind=off, bad plugstack.conf arguments, master_addr=."""
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test
 
 t = Test("options")

@@ -5,14 +5,14 @@ Without --dist-bind the same program cannot even start."""
 # lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, re, subprocess, sys
-sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, skip, HERE
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import Lab, Test, skip, PROBES
 
 if subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; assert d.is_available()"],
                   capture_output=True).returncode != 0:
     skip("python3-torch with torch.distributed is not installed (make deps)")
 
-PROG = ["/usr/bin/python3", os.path.join(HERE, "torch_allreduce.py")]
+PROG = ["/usr/bin/python3", os.path.join(PROBES, "torch_allreduce.py")]
 # A PyTorch built without libuv (Debian 13's 2.6) refuses env:// unless
 # USE_LIBUV=0 (README, troubleshooting; t_releases shows the failure).
 NO_LIBUV = "without libuv" in subprocess.run(

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Beside pyxis, in both plugstack.conf orders, with a stand-in that does
-to the task's environment what pyxis does (tests/lab/helpers/
+to the task's environment what pyxis does (tests/lab/kit/helpers/
 spank_container_standin.c: in task_init it copies an "image environment"
 over the task's, name by name; it enters nothing).  The image sets what
 images and enroot's PyTorch hook set: CUDA_VISIBLE_DEVICES (naming every
@@ -13,7 +13,7 @@ MASTER_PORT, WORLD_SIZE.
   verbose says, once per task, what the plugin before it changed.
 - dist-bind before it: the program sees the image's values, and
   dist-bind-check flags each task OVERWRITTEN, naming the variables.
-- what a plugin listed before dist-bind sees (tests/lab/helpers/
+- what a plugin listed before dist-bind sees (tests/lab/kit/helpers/
   spank_trace.c): nothing of dist-bind's in its user_init; in its
   task_init the variables every task of the node shares, which dist-bind
   wrote once in its user_init, and none of the task's own yet."""
@@ -23,8 +23,8 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labkit import HERE, Lab, Test, parse_probe  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import HERE, Lab, PROBES, Test, parse_probe  # noqa: E402
 from runtimekit import CHECK, check_rows, need  # noqa: E402
 
 need(CHECK)
@@ -74,7 +74,7 @@ with Lab() as lab:
     seen = ("WORLD_SIZE", "MASTER_ADDR", "APPTAINERENV_WORLD_SIZE", "CUDA_DEVICE_ORDER", "RANK", "LOCAL_RANK",
             "DIST_BIND_SET")
     lab.plugstack(raw="optional %s file=%s vars=%s\n%s" % (build_trace(lab), trace, ",".join(seen), ours))
-    r = lab.srun(SEED + " --dist-bind", [os.path.join(HERE, "probe.sh")])
+    r = lab.srun(SEED + " --dist-bind", [os.path.join(PROBES, "probe.sh")])
     lines = open(trace).read().splitlines() if os.path.exists(trace) else []
 
     def traced(callback):
@@ -92,7 +92,7 @@ with Lab() as lab:
 
     print("-- dist-bind after the stand-in (the packaged order)")
     lab.plugstack(raw="%s\n%s" % (before_line, ours))
-    r = lab.srun(SEED + " --standin-image --dist-bind=rank,verbose", [os.path.join(HERE, "probe.sh")])
+    r = lab.srun(SEED + " --standin-image --dist-bind=rank,verbose", [os.path.join(PROBES, "probe.sh")])
     after = parse_probe(r.stdout)
     t.eq(sorted(after), [0, 1, 2, 3, 4], "five tasks (stderr: %s)" % r.stderr.strip()[-300:])
     for rank, row in sorted(after.items()):

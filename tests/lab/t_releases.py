@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labkit import BUILD, HERE, Lab, Test, lab_config  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import BUILD, HERE, Lab, PROBES, Test, lab_config  # noqa: E402
 import releasekit  # noqa: E402
 
 RELEASE = releasekit.native()
@@ -67,7 +67,7 @@ def refused(r, text):
 
 
 def build_trace(lab):
-    """tests/lab/helpers/spank_trace.c, built against this release's spank.h
+    """tests/lab/kit/helpers/spank_trace.c, built against this release's spank.h
     (in the cgroup v2 guest, which has no compiler, as the Makefile built it
     for this release: $(B)/lab/spank_trace.so)."""
     so = os.path.join(lab.dir, "spank_trace.so")
@@ -166,7 +166,7 @@ with Lab() as lab:
         lab.plugstack("")
 
         print("-- Debian's PyTorch on this release's distribution")
-        r = lab.srun("-t 2 -N1 -n2 --dist-bind", ["/usr/bin/python3", os.path.join(HERE, "torch_allreduce.py")],
+        r = lab.srun("-t 2 -N1 -n2 --dist-bind", ["/usr/bin/python3", os.path.join(PROBES, "torch_allreduce.py")],
                      timeout=240)
         if "without libuv" in r.stderr:
             torch = "env:// needs USE_LIBUV=0"

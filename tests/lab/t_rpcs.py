@@ -18,7 +18,7 @@ sruns is srun's own.  The count is deterministic; no timing."""
 # (The configless lab runs with device cgroups, where the nodes read cgroup.conf.)
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own, slurm_at_least
 
 RUNS = 3

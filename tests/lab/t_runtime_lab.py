@@ -7,7 +7,7 @@ program, built against `make install` with pkg-config, under all three."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test  # noqa: E402
 from runtimekit import WORKER, Installed, need  # noqa: E402
 

@@ -4,7 +4,7 @@ and UBSan: good jobs and every kind of bad input, then no report may name
 anything but Slurm's own (suppressed) leaks."""
 # lab-configs: plain cgroup
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_sanitizer_reports, sanitizer_logs
 
 t = Test("sanitized")

@@ -7,7 +7,7 @@ packaged cli_filter, so --dist-bind gets every step GPU openable."""
 import os
 import subprocess
 import sys
-sys.path.insert(0, __import__("os").path.dirname(__file__))
+sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, device_of, lab_sh_args, ROOT, PLUGIN, HERE
 
 t = Test("seed")

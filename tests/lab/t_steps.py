@@ -5,7 +5,7 @@ different MASTER_PORTs (hashed, and Slurm's reserved ports), MASTER_PORT /
 MASTER_ADDR the user exported win, port= is used."""
 # lab-configs: plain cgroup
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, PROBE, parse_probe, check_mapping, bound_own
 
 t = Test("steps")

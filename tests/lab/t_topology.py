@@ -11,7 +11,7 @@ its store on node rank 0 at MASTER_ADDR)."""
 # lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, slurm_at_least
 
 

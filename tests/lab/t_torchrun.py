@@ -37,15 +37,15 @@ What the harness adapts, test-only (dist-bind is not changed):
 - torch 2.x built without libuv (Debian 13's 2.6, sid's 2.14): torchrun's
   agents (the c10d backend's TCPStore) and the workers' client of the
   agent's store (TORCHELASTIC_USE_AGENT_STORE) ask TCPStore for libuv,
-  which USE_LIBUV=0 does not reach.  tests/lab/torchrun_site/sitecustomize.py
+  which USE_LIBUV=0 does not reach.  tests/lab/probes/torchrun_site/sitecustomize.py
   (on PYTHONPATH, with DIST_BIND_TEST_NO_LIBUV=1) makes TCPStore default to
   use_libuv=False in torchrun and its workers.
 """
 # lab-configs: plain cgroup
 # Releases: the default, 22.05 and 26.05 (torch 1.13 and 2.14; 24.11's torch 2.6 was run by hand: passed; not yet in make check there)
 import os, shlex, shutil, subprocess, sys
-sys.path.insert(0, os.path.dirname(__file__))
-from labkit import Lab, Test, BUILD, HERE, skip, check_mapping
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+from labkit import Lab, Test, BUILD, PROBES, skip, check_mapping
 import devmodel
 
 PY = "/usr/bin/python3"
@@ -65,7 +65,7 @@ HARNESS = {}
 if OLD:
     HARNESS.update(PET_TEE="1", PET_REDIRECTS="1")
 if NO_LIBUV:
-    HARNESS.update(PYTHONPATH=os.path.join(HERE, "torchrun_site"), DIST_BIND_TEST_NO_LIBUV="1")
+    HARNESS.update(PYTHONPATH=os.path.join(PROBES, "torchrun_site"), DIST_BIND_TEST_NO_LIBUV="1")
 print("(torch %s; harness: %s)" % (VERSION, " ".join("%s=%s" % kv for kv in sorted(HARNESS.items())) or "none"))
 
 
@@ -73,7 +73,7 @@ def flag(name, value):
     return "--%s=%s" % (name.replace("-", "_") if OLD else name, value)
 
 
-WORKER = [os.path.join(HERE, "torchrun_worker.py"), LIB]
+WORKER = [os.path.join(PROBES, "torchrun_worker.py"), LIB]
 t = Test("torchrun")
 
 

@@ -3,7 +3,7 @@
 Flags=env_uuid puts the GPUs' UUIDs in CUDA_VISIBLE_DEVICES (per task and
 for the step) while SLURM_STEP_GPUS keeps node indices.  The lab's GPUs are
 found by Slurm's own gpu/nvidia AutoDetect, which from 25.11 reads the
-driver's /proc and /sys files: tests/lab/fake_nvidia.sh gives each node
+driver's /proc and /sys files: tests/lab/kit/fake_nvidia.sh gives each node
 four such GPUs in its mount namespace (UUID GPU-0000000K-...-00000000000N
 for minor N of node K).  Every mode keeps the promise with UUID lists:
 device LOCAL_RANK (rank) or 0 (isolate) is the task's own GPU, as CUDA
@@ -11,7 +11,7 @@ matches UUIDs among the GPUs the task can open (devmodel)."""
 # lab-configs: plain cgroup
 # lab-releases: 26.05 (gpu/nvidia AutoDetect without NVML and env_uuid are 25.11+)
 import os, sys
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test, check_mapping, bound_own, unbound_own
 
 t = Test("uuids")

@@ -7,7 +7,7 @@ build tree).  Packages this test installed are removed again at the end."""
 import glob, os, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 from labkit import BUILD, Test, skip
 
 if os.geteuid() != 0:
@@ -100,7 +100,7 @@ try:
     found = [l.split("=>")[1].split()[0] for l in r.stdout.splitlines() if "libdistbind" in l and "=>" in l]
     want = os.path.realpath("/usr/lib/%s/libdistbind.so.1" % MULTIARCH)
     t.eq([os.path.realpath(f) for f in found], [want], "it uses the installed libdistbind.so.1")
-    sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
     os.environ["DIST_BIND_PLUGIN"] = PLUGIN
     import labkit
     labkit.PLUGIN = PLUGIN

@@ -5,7 +5,7 @@ version and Requires pins it."""
 import glob, os, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 from labkit import BUILD, Test, skip
 
 if subprocess.run(["which", "rpmbuild"], capture_output=True).returncode != 0:

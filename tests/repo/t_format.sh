@@ -9,7 +9,7 @@ command -v "$CF" >/dev/null || { echo "FAIL: $CF not found (make deps installs c
 mapfile -t files < <(git ls-files 'lib/*.c' 'lib/*.cc' 'lib/*.h' 'lib/*.hh' 'spank/*.c' 'spank/*.h' \
     'tools/*.cc' 'tools/*.hh' 'tests/unit/*.c' 'tests/unit/*.cc' 'tests/unit/*.h' 'tests/topology/*.c' \
     'tests/exchange/*.c' 'tests/bench/*.c' 'tests/bench/*.cc' 'tests/fuzz/*.cc' 'tests/fuzz/*.hh' \
-    'tests/gpu/*.c' 'tests/gpu/*/*.c' 'tests/gpu/*/*.h' 'tests/lab/helpers/*.c' 2>/dev/null)
+    'tests/gpu/*.c' 'tests/gpu/*/*.c' 'tests/gpu/*/*.h' 'tests/lab/kit/helpers/*.c' 2>/dev/null)
 [ ${#files[@]} -gt 0 ] || { echo "FAIL: no sources found (not a git checkout?)"; exit 1; }
 if [ "${1:-}" = --fix ]; then
     exec "$CF" -i "${files[@]}"

@@ -2,7 +2,7 @@
 
 A lab configuration that names a Slurm release (DIST_BIND_LAB_CONFIG="24.11"
 or "24.11,cgroup") runs the whole test inside that release's Debian root
-(tests/lab/release.sh): its slurmctld, slurmd, srun and Python, with the
+(tests/lab/kit/release.sh): its slurmctld, slurmd, srun and Python, with the
 plugin, libdistbind and dist-bind-check built against its headers into
 build/slurm-RELEASE/.  labkit calls enter() when it is imported, so a test
 needs nothing of its own for it: the test script is started again inside
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 RELEASE_SH = os.path.join(HERE, "release.sh")
 RELEASE_WORD = re.compile(r"^[0-9]{2}\.[0-9]{2}$")
 
@@ -66,7 +66,7 @@ def enter(words):
 
 def enter_guest(words):
     """Run this test again inside the cgroup v2 guest of the release
-    `words` names, or of this machine's (tests/lab/guest.sh boots it for
+    `words` names, or of this machine's (tests/lab/kit/guest.sh boots it for
     this one test; tests/run.sh runs all of a release's cgroup2 tests in one
     boot); return when already inside."""
     if os.environ.get("DIST_BIND_IN_GUEST"):

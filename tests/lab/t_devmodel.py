@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""The lab's device model (tests/lab/devmodel.py), on cases worked out by
+"""The lab's device model (tests/lab/kit/devmodel.py), on cases worked out by
 hand: CUDA's and ROCm's enumeration, and that the invariant catches each
-kind of mistake."""
+kind of mistake.  No lab: a check of the model the lab tests judge by."""
+# lab-releases: native
 import os, sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from devmodel import expand, lab_uuid, resolve, cuda_view, hip_view, opencl_view, violations
 
 fails = 0

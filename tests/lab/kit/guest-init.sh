@@ -1,5 +1,5 @@
 #!/bin/bash
-# PID 1 of the cgroup v2 guest (tests/lab/guest.sh puts it in the image as
+# PID 1 of the cgroup v2 guest (tests/lab/kit/guest.sh puts it in the image as
 # /sbin/dist-bind-guest-init).  No systemd: it mounts what the lab needs,
 # with the cgroup v2 hierarchy alone at /sys/fs/cgroup (the kernel runs with
 # cgroup_no_v1=all), mounts the host's shares, runs the command the host

@@ -21,17 +21,20 @@ import sys
 
 import releasekit
 
+# tests/lab/kit: the lab's scripts and these kits; tests/lab/probes: what
+# the tests run in the lab's tasks; the tests themselves in tests/lab.
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import devmodel  # noqa: E402
-ROOT = os.path.dirname(os.path.dirname(HERE))
+PROBES = os.path.join(os.path.dirname(HERE), "probes")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 # build/, or build/slurm-RELEASE/ inside another release's root (releasekit).
 BUILD = os.environ.get("DIST_BIND_BUILD", os.path.join(ROOT, "build"))
 # DIST_BIND_PLUGIN_BUILD=test: the test build of the plugin (reads the test
 # knobs), of the release the test runs on.
 PLUGIN = os.environ.get("DIST_BIND_PLUGIN") or os.path.join(
     BUILD, "test" if os.environ.get("DIST_BIND_PLUGIN_BUILD") == "test" else "", "spank_dist_bind.so")
-PROBE = os.path.join(HERE, "probe.sh")
+PROBE = os.path.join(PROBES, "probe.sh")
 SAN_PLUGIN = os.path.join(BUILD, "asan", "spank_dist_bind.so")
 CLI_FILTER = os.path.join(ROOT, "packaging", "cli_filter", "cli_filter.lua")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
@@ -96,7 +99,7 @@ def lab_config():
     DIST_BIND_LAB_CONFIG from the test's "# lab-configs:" line): a set of
     words, "plain", "cgroup" (task/cgroup, ConstrainDevices=yes, cgroup
     v1) or "cgroup2" (the same on cgroup v2, in the guest of
-    tests/lab/guest.sh), and a Slurm release such as "24.11" (releasekit)."""
+    tests/lab/kit/guest.sh), and a Slurm release such as "24.11" (releasekit)."""
     words = set(os.environ.get("DIST_BIND_LAB_CONFIG", "plain").replace(",", " ").split())
     unknown = {w for w in words - {"plain", "cgroup", "cgroup2"} if not releasekit.RELEASE_WORD.match(w)}
     if unknown:

@@ -24,7 +24,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/../../.." && pwd)
 ROOTS=$REPO/build/roots
 
 die() { echo "release: $*" >&2; exit 1; }

@@ -29,7 +29,7 @@
 #   vmlinux    the kernel, decompressed from /boot/vmlinuz-* (zstd or xz):
 #              qemu boots it directly (PVH), without decompressing it in TCG
 #   initrd     initramfs-tools with MODULES=list (virtio, ext4, 9p)
-#   disk.img   mke2fs -d root/ with tests/lab/guest-init.sh as /sbin/dist-bind-guest-init;
+#   disk.img   mke2fs -d root/ with tests/lab/kit/guest-init.sh as /sbin/dist-bind-guest-init;
 #              opened with snapshot=on, so it never changes
 # `run` boots it with `cgroup_no_v1=all`, shares this checkout read-only,
 # build/test-logs writable and a folder of its own (build/guest/run.*: the
@@ -40,7 +40,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+REPO=$(cd "$HERE/../../.." && pwd)
 GUESTS=$REPO/build/guest
 QEMU=qemu-system-x86_64
 # Part of the cache key: change it when the way the files are made changes.
@@ -179,7 +179,7 @@ cmd_run() {
     else
         skip "no build against Slurm $rel here (this machine runs ${native:-no Slurm}; release.sh builds $("$HERE/release.sh" list | tr '\n' ' '))"
     fi
-    [ -f "$build/spank_dist_bind.so" ] || die "$build/spank_dist_bind.so is not built (make; or tests/lab/release.sh build $rel lab-bins)"
+    [ -f "$build/spank_dist_bind.so" ] || die "$build/spank_dist_bind.so is not built (make; or tests/lab/kit/release.sh build $rel lab-bins)"
     dir=$(cmd_image "$rel")
     mkdir -p "$GUESTS"
     run=$(mktemp -d "$GUESTS/run.XXXXXX")

@@ -13,7 +13,7 @@
 #                  proctrack/cgroup with ConstrainDevices=yes, cgroup v1;
 #                  --cgroup2: the same on cgroup v2 (CgroupPlugin=cgroup/v2,
 #                  IgnoreSystemd=yes), on a machine whose only cgroup
-#                  hierarchy is v2 (the guest of tests/lab/guest.sh); each
+#                  hierarchy is v2 (the guest of tests/lab/kit/guest.sh); each
 #                  node then also has a network namespace of its own, its
 #                  address 10.201.0.(I+1) on a veth to a bridge that holds
 #                  the controller's 10.201.0.1;
@@ -373,7 +373,7 @@ CONF
             for c in $CGROUP_CONTROLLERS; do mkdir -p "$(cgroup_dir "$d" "$c" "$n")"; done
         done
     elif [ "$cgroup" = 2 ]; then
-        v2_only || die "--cgroup2 needs a machine whose only cgroup hierarchy is v2 at /sys/fs/cgroup (this one has v1 hierarchies too; run it in the guest: tests/lab/guest.sh)"
+        v2_only || die "--cgroup2 needs a machine whose only cgroup hierarchy is v2 at /sys/fs/cgroup (this one has v1 hierarchies too; run it in the guest: tests/lab/kit/guest.sh)"
         task_plugin=task/cgroup proctrack=proctrack/cgroup
         echo 2 >"$d/cgroup"
         {
