@@ -31,8 +31,17 @@ static void resume_failing(long at) { db_test_new_countdown = at; }
 
 static char **seed_env, **task_env;
 static const char *const plug_argv[] = {"default=rank", "ports=20000-20999", "master_addr=suffix:-ib", NULL};
-static const char *const srun_argv[] = {"srun", "-N2", "--gpus-per-task=1", "--gres-flags=allow-task-sharing",
-                                        "--async", "true", ":", "-n2", "--gpus-per-task=2", "true", NULL};
+static const char *const srun_argv[] = {"srun",
+                                        "-N2",
+                                        "--gpus-per-task=1",
+                                        "--gres-flags=allow-task-sharing",
+                                        "--async",
+                                        "true",
+                                        ":",
+                                        "-n2",
+                                        "--gpus-per-task=2",
+                                        "true",
+                                        NULL};
 
 static int err_or_ok(int rc, const char *err, char *why, size_t len) {
     if (rc == 0) return DONE;
@@ -58,8 +67,9 @@ static int c_rank0(char *why, size_t len) {
     char err[256] = "";
     db_request eff = {DB_MODE_RANK, 0, 0, 0};
     /* Names longer than a std::string holds without the heap. */
-    const char *env[] = {"MASTER_ADDR=login-node-0001.cluster.example", "DIST_BIND_MASTER=login-node-0001.cluster.example:20001",
-                         "SLURM_DISTRIBUTION=arbitrary", NULL};
+    const char *env[] = {"MASTER_ADDR=login-node-0001.cluster.example",
+                         "DIST_BIND_MASTER=login-node-0001.cluster.example:20001", "SLURM_DISTRIBUTION=arbitrary",
+                         NULL};
     long at = pause_failing();
     db_config_parse(3, plug_argv, &c, err, sizeof err);
     resume_failing(at);
@@ -79,13 +89,14 @@ static int c_master(char *why, size_t len) {
     long at = pause_failing();
     db_config_parse(3, plug_argv, &c, err, sizeof err);
     resume_failing(at);
-    return err_or_ok(db_format_master_addr(&c, "gpu-node-0007.cluster.example", "10.0.0.7", out, sizeof out, err, sizeof err), err, why, len);
+    return err_or_ok(
+        db_format_master_addr(&c, "gpu-node-0007.cluster.example", "10.0.0.7", out, sizeof out, err, sizeof err), err,
+        why, len);
 }
 
 static int c_hostlist(char *why, size_t len) {
     char err[256] = "", out[256];
-    return err_or_ok(db_hostlist_nth("gpu[01-20],cpu[1-4]", 21, out, sizeof out, err, sizeof err), err, why,
-                     len);
+    return err_or_ok(db_hostlist_nth("gpu[01-20],cpu[1-4]", 21, out, sizeof out, err, sizeof err), err, why, len);
 }
 
 static db_node_input seed_input(void) {
@@ -168,9 +179,10 @@ static int c_closest(char *why, size_t len) {
 static int c_record(char *why, size_t len) {
     const char *env[] = {"RANK=3", "LOCAL_RANK=1", "CUDA_VISIBLE_DEVICES=1,0", NULL};
     char err[256] = "", out[256];
-    return err_or_ok(db_set_record_mismatches("RANK:deadbeef,LOCAL_RANK:0badf00d,CUDA_VISIBLE_DEVICES:12345678,WORLD_SIZE:-", env, out, sizeof out, err,
-                                              sizeof err),
-                     err, why, len);
+    return err_or_ok(
+        db_set_record_mismatches("RANK:deadbeef,LOCAL_RANK:0badf00d,CUDA_VISIBLE_DEVICES:12345678,WORLD_SIZE:-", env,
+                                 out, sizeof out, err, sizeof err),
+        err, why, len);
 }
 
 static int c_layout(char *why, size_t len) {
@@ -251,12 +263,14 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("plan_guards");
     TCase *tc = tcase_create("guards");
-    seed_env = make_env("SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=3,2|SLURM_STEP_GPUS=0,1,2|"
-                        "CUDA_VISIBLE_DEVICES=0,1,2|SLURM_JOB_NODELIST=node[1-2]|SLURMD_NODENAME=node1|"
-                        "SLURM_GPUS_PER_TASK=1|DIST_BIND_SRUN_DEVICES=none,gpus-per-task=1");
-    task_env = make_env("SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=3,2|SLURM_STEP_GPUS=0,1,2|"
-                        "CUDA_VISIBLE_DEVICES=1|SLURMD_NODENAME=node1|APPTAINERENV_RANK=9|"
-                        "DIST_BIND_STEP=7.9|RANK=4|MASTER_ADDR=x");
+    seed_env = make_env(
+        "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=3,2|SLURM_STEP_GPUS=0,1,2|"
+        "CUDA_VISIBLE_DEVICES=0,1,2|SLURM_JOB_NODELIST=node[1-2]|SLURMD_NODENAME=node1|"
+        "SLURM_GPUS_PER_TASK=1|DIST_BIND_SRUN_DEVICES=none,gpus-per-task=1");
+    task_env = make_env(
+        "SLURM_STEP_NODELIST=node[1-2]|SLURM_STEP_TASKS_PER_NODE=3,2|SLURM_STEP_GPUS=0,1,2|"
+        "CUDA_VISIBLE_DEVICES=1|SLURMD_NODENAME=node1|APPTAINERENV_RANK=9|"
+        "DIST_BIND_STEP=7.9|RANK=4|MASTER_ADDR=x");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, each_entry_point, 0, (int)(sizeof calls / sizeof calls[0]));
     suite_add_tcase(s, tc);
