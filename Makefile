@@ -141,7 +141,7 @@ all: build-all
 
 include lib/common/build.mk lib/plan/build.mk lib/topo/build.mk lib/runtime/build.mk \
         spank/build.mk tools/build.mk packaging/build.mk \
-        tests/unit/build.mk tests/gpu/build.mk tests/lab/build.mk tests/fuzz/build.mk tests/bench/build.mk
+        tests/unit/build.mk tests/topology/build.mk tests/exchange/build.mk tests/gpu/build.mk tests/lab/build.mk tests/fuzz/build.mk tests/bench/build.mk
 
 build-all: $(BUILD_TARGETS)
 

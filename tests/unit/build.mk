@@ -1,5 +1,5 @@
-# The test programs of the unit, topology and exchange levels (included by
-# the top Makefile).  Unit tests run under ASan+UBSan (tests/run.sh runs
+# The test programs of the unit level (included by the top Makefile; the
+# topology and exchange levels' are in their own folders' build.mk).  Unit tests run under ASan+UBSan (tests/run.sh runs
 # every $(B)/tests/<level>_* it finds), linked with the sanitized objects of
 # the parts they test; what they reach inside the runtime and the tool comes
 # from tests/unit/runtime_hooks.cc and check_hooks.cc, linked into them only.
@@ -7,8 +7,6 @@
 UNIT_FLAGS := -Itests/unit -Itools -Ilib/plan -Ilib/topo $(RT_FLAGS) $(HWLOC_CFLAGS) $(CHECK_FLAGS) \
               -DDB_TEST_XML_DIR='"$(TOPO_TEST_XML)"'
 FLAGS.tests/unit     := $(UNIT_FLAGS)
-FLAGS.tests/topology := $(UNIT_FLAGS)
-FLAGS.tests/exchange := $(RT_INC)
 
 # The plan's tests: the plan and common objects.
 $(B)/tests/unit_%: $(B)/san/tests/unit/%.o $(PLAN_SAN) $(COMMON_SAN)
@@ -27,9 +25,6 @@ $(B)/tests/unit_test_runtime_%: $(B)/san/tests/unit/test_runtime_%.o $(B)/san/te
 # The topology's, with the machines' XML from the tree.
 TOPO_TEST_OBJS := $(TOPO_SAN) $(PLAN_SAN) $(COMMON_SAN)
 $(B)/tests/unit_test_topo: $(B)/san/tests/unit/test_topo.o $(TOPO_TEST_OBJS)
-	@mkdir -p $(@D)
-	$(SAN_LD) -o $@ $^ $(HWLOC_LIBS) $(CHECK_LIBS)
-$(B)/tests/topology_machines: $(B)/san/tests/topology/test_machines.o $(TOPO_TEST_OBJS)
 	@mkdir -p $(@D)
 	$(SAN_LD) -o $@ $^ $(HWLOC_LIBS) $(CHECK_LIBS)
 # dist-bind-check's rows and verdict, with the runtime under them.
@@ -54,17 +49,4 @@ $(B)/tests/unit_tsan_two_handles: $(B)/tsan/tests/unit/tsan_two_handles.o $(RT_T
 	$(CXX) $(TSAN) -o $@ $^ $(RT_LIBS)
 
 TEST_BINS += $(patsubst tests/unit/%.c,$(B)/tests/unit_%,$(wildcard tests/unit/test_*.c)) \
-             $(B)/tests/unit_tsan_two_handles $(B)/tests/topology_machines
-
-# The exchange tests' worker, linked against the real shared library, and
-# the same under ASan+UBSan for the small runs.
-RT_WORKER := $(B)/rt-tests/xchg_worker
-$(RT_WORKER): tests/exchange/worker.c $(VERSION_H) $(RT_LIB)
-	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPT) $(WARN) $(RT_INC) $(DEPFLAGS_ONE) $< -o $@ -L$(B) -ldistbind -Wl,-rpath,$(abspath $(B))
-$(RT_WORKER)_san: $(B)/san/tests/exchange/worker.o $(RT_SAN) $(COMMON_SAN)
-	@mkdir -p $(@D)
-	$(SAN_LD) -o $@ $^ $(RT_LIBS)
-
-BUILD_TARGETS += $(RT_WORKER)
-TEST_BINS     += $(RT_WORKER)_san
+             $(B)/tests/unit_tsan_two_handles
