@@ -95,18 +95,9 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     // TaskGpus::write (Slurm's lists, which a task sets itself, then these).
     std::vector<std::pair<std::string, std::string>> ranks, gpus, lists;
     auto set = [&](const char *name, std::string value) { ranks.emplace_back(name, std::move(value)); };
-    set("WORLD_SIZE", std::to_string(np.ntasks));
-    set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
-    if (!np.het) {  // there each task's SLURM_NODEID says (het_task_view)
-        set("NODE_RANK", std::to_string(np.node_rank.rank));
-        set("GROUP_RANK", std::to_string(np.node_rank.rank));
-        set("GROUP_WORLD_SIZE", std::to_string(np.nnodes));
-    }
-    set("MASTER_ADDR", np.master_addr);
-    set("MASTER_PORT", np.master_port);
-    set("DIST_BIND_MODE", db_mode_name(np.req.mode));
-    set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
-    set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
+    // In a heterogeneous step each task's SLURM_NODEID says its node rank
+    // (het_task_view).
+    shared_rank_vars(np, !np.het, set);
     const std::pair<const char *, std::string> pet[] = {{"PET_NNODES", std::to_string(np.ntasks)},
                                                         {"PET_MASTER_ADDR", np.master_addr},
                                                         {"PET_MASTER_PORT", np.master_port},

@@ -303,6 +303,25 @@ unsigned hashed_port(const db_config &cfg, uint32_t job_id, uint32_t step_id);
 
 // "JOB.STEP".
 std::string step_name(uint32_t job, uint32_t step);
+// The rank variables every task of a node gets alike (with_node_rank: also
+// NODE_RANK, GROUP_RANK and GROUP_WORLD_SIZE, which a heterogeneous step's
+// tasks take from their own component), in the one order in which both the
+// node's writes (node_env.cc) and each task's plan (plan_task.cc) list them.
+template <class Set>
+void shared_rank_vars(const NodePlan &np, bool with_node_rank, Set &&set) {
+    set("WORLD_SIZE", std::to_string(np.ntasks));
+    set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
+    if (with_node_rank) {
+        set("NODE_RANK", std::to_string(np.node_rank.rank));
+        set("GROUP_RANK", std::to_string(np.node_rank.rank));
+        set("GROUP_WORLD_SIZE", std::to_string(np.nnodes));
+    }
+    set("MASTER_ADDR", np.master_addr);
+    set("MASTER_PORT", np.master_port);
+    set("DIST_BIND_MODE", db_mode_name(np.req.mode));
+    set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
+    set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
+}
 // MASTER_ADDR/MASTER_PORT as dist-bind set them for an enclosing step, from
 // the value of DB_MASTER_MARK ("ADDR:PORT"; may be null), or empty.
 std::pair<std::string, std::string> inherited_master(const char *mark);

@@ -330,17 +330,8 @@ class TaskGpus {
 void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     auto set = [&](const char *name, std::string value) { tp.set.emplace_back(name, std::move(value)); };
     set("RANK", std::to_string(task.global_rank));
-    set("WORLD_SIZE", std::to_string(np.ntasks));
     set("LOCAL_RANK", std::to_string(task.local_rank));
-    set("LOCAL_WORLD_SIZE", std::to_string(np.local_ntasks));
-    set("NODE_RANK", std::to_string(np.node_rank.rank));
-    set("GROUP_RANK", std::to_string(np.node_rank.rank));
-    set("GROUP_WORLD_SIZE", std::to_string(np.nnodes));
-    set("MASTER_ADDR", np.master_addr);
-    set("MASTER_PORT", np.master_port);
-    set("DIST_BIND_MODE", db_mode_name(np.req.mode));
-    set(DB_STEP_MARK, step_name(np.job_id, np.step_id));
-    set(DB_MASTER_MARK, np.master_addr + ":" + np.master_port);
+    shared_rank_vars(np, true, set);
     for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
         if (task.env.get(hint)) tp.unset.emplace_back(hint);
     // The place these values are for: a launcher that re-ranks its workers
