@@ -85,7 +85,7 @@ double per_task_us(int mode, bool with_choice, int rounds) {
     char err[DB_ERRLEN];
     db_config_parse(0, nullptr, &cfg, err, sizeof err);
     db_request eff{mode, 0, 0, 0};
-    db_node_input ni{42, 0, 2, 0, 16, 8, step_env, 0, 0};
+    db_node_input ni{42, 0, 2, 0, 16, 8, step_env, 0, 0, 0, 0, nullptr, 0};
     db_node_plan *np = nullptr;
     if (db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) != 0) {
         std::fprintf(stderr, "b_topo: %s\n", err);
