@@ -254,14 +254,18 @@ int db_local_post_opt(const struct db_glue *g) {
         return g->cfg_ok ? 0 : -1;
     }
     eff = db_glue_effective(g);
+    if (eff.mode == DB_MODE_OFF) {
+        /* Most steps where the site's default is off: nothing to read. */
+        db_srun_devices_hint(g, NULL); /* clears one from the environment */
+        return 0;
+    }
     /* The nodes name both versions where theirs differs and srun's word
      * is missing or not what they read. */
-    if (eff.mode != DB_MODE_OFF && setenv(DB_SRUN_VERSION_HINT, DB_VERSION, 1) != 0)
+    if (setenv(DB_SRUN_VERSION_HINT, DB_VERSION, 1) != 0)
         slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_SRUN_VERSION_HINT);
     db_cmdline_read(&cl);
-    if (eff.mode != DB_MODE_OFF) rc = refuse_async(g, &eff, &cl);
+    rc = refuse_async(g, &eff, &cl);
     if (rc == 0) db_srun_devices_hint(g, &cl);
     db_cmdline_free(&cl);
-    if (rc == 0 && eff.mode != DB_MODE_OFF) rc = draw_secret();
-    return rc;
+    return rc == 0 ? draw_secret() : rc;
 }
