@@ -206,7 +206,7 @@ class Pmi2Exchange final : public Exchange {
             std::string v = (i == 0 ? std::to_string(len) + "," : std::string()) + b64_encode_bytes(b.data() + off, n);
             int rc = x.s->put(key(x.seq, x.rank, i).c_str(), v.c_str());
             if (rc != PMI2_SUCCESS)
-                // SYSTEM: UNAVAILABLE would let auto mode try TCP (see capi.cc).
+                // SYSTEM: UNAVAILABLE would let auto mode try TCP (see the C face, lib/runtime/capi.cc).
                 return {DISTBIND_ERR_SYSTEM, "PMI2_KVS_Put failed with code " + std::to_string(rc)};
         }
         return {};

@@ -1,4 +1,4 @@
-// extern "C" entry points of the core: every exception stops here and
+// extern "C" entry points of the plan (db_core.h): every exception stops here and
 // becomes -1 plus a message.
 #include <new>
 #include <utility>
