@@ -153,8 +153,8 @@ deps:
 # The lab and package tests run again on every other Slurm release
 # tests/lab/kit/release.sh knows (each in its own Debian root, made once and
 # cached under build/roots/, built into build/slurm-RELEASE/);
-# The cgroup v2 tests run in a guest per release (tests/lab/kit/guest.sh, 22.05
-# and 26.05: DIST_BIND_GUEST_RELEASES); its files are made while the
+# The cgroup v2 tests run in a guest per release (tests/lab/kit/guest.sh, 22.05,
+# 24.11 and 26.05: DIST_BIND_GUEST_RELEASES); its files are made while the
 # releases build.  check-quick leaves the other releases and the guests out;
 # check-cgroup2 runs only the guests' tests.  make check boots the guests
 # in the background from the start of the tests (one vCPU each, one after
@@ -177,7 +177,7 @@ check-cgroup2: deps release-build
 # tests say why.
 release-build:
 	@mkdir -p build; \
-	(for r in $${DIST_BIND_GUEST_RELEASES-22.05 26.05}; do tests/lab/kit/guest.sh image $$r || true; done) \
+	(for r in $${DIST_BIND_GUEST_RELEASES-22.05 24.11 26.05}; do tests/lab/kit/guest.sh image $$r || true; done) \
 	    >build/guest-images.log 2>&1 & gpid=$$!; \
 	rc=0; \
 	for r in $${DIST_BIND_LAB_RELEASES-$$(tests/lab/kit/release.sh list)}; do \

@@ -18,7 +18,7 @@
 #
 # The cgroup2 runs happen inside the cgroup v2 guest of their release
 # (tests/lab/kit/guest.sh: a virtual machine; DIST_BIND_GUEST_RELEASES, default
-# 22.05 and 26.05, says which releases): one boot per release runs all of
+# 22.05, 24.11 and 26.05, says which releases): one boot per release runs all of
 # that release's selected cgroup2 tests with this script inside, and each
 # test's result is reported here as any other (lab/t_seed[cgroup2],
 # lab/t_seed[26.05,cgroup2]).  Where no guest can run, each is a skip
@@ -50,7 +50,7 @@ LEVELS=(repo unit topology exchange pkg lab gpu)
 LAB_CONFIGS=(${DIST_BIND_LAB_CONFIGS:-plain cgroup cgroup2})
 LAB_RELEASES=(${DIST_BIND_LAB_RELEASES-$(tests/lab/kit/release.sh list)})
 PARTIAL_RELEASES=" ${DIST_BIND_LAB_PARTIAL-24.11} "
-GUEST_RELEASES=" ${DIST_BIND_GUEST_RELEASES-22.05 26.05} "
+GUEST_RELEASES=" ${DIST_BIND_GUEST_RELEASES-22.05 24.11 26.05} "
 if [ -n "${DIST_BIND_IN_GUEST:-}" ]; then
     NATIVE=$DIST_BIND_IN_GUEST
 else
