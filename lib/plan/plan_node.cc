@@ -92,11 +92,6 @@ const char *users(const EnvIndex &env, const char *name, const std::string &inhe
     return v;
 }
 
-// NODE_RANK: srun's word from the step's layout; without it Slurm's node
-// index, which is right only where rank 0 runs on the step's first node.
-// The two nodes that can see it is not (the one running rank 0 and the
-// first one) stop the step rather than start it with node ranks that do not
-// begin at rank 0's node.
 }  // namespace
 
 std::string srun_fix(const EnvIndex &env) {
@@ -116,6 +111,11 @@ std::string srun_fix(const EnvIndex &env) {
 
 namespace {
 
+// NODE_RANK: srun's word from the step's layout; without it Slurm's node
+// index, which is right only where rank 0 runs on the step's first node.
+// The two nodes that can see it is not (the one running rank 0 and the
+// first one) stop the step rather than start it with node ranks that do not
+// begin at rank 0's node.
 void plan_node_rank(const db_node_input &in, const EnvIndex &env, const std::vector<uint32_t> &counts, NodePlan &np) {
     const std::string step = step_name(in.job_id, in.step_id);
     const std::string lowest =
