@@ -127,7 +127,9 @@ with Lab() as lab:
     r = lab.srun(SEED + " --standin-image --dist-bind --mpi=" + lab.pmi(), [CHECK], env={"DIST_BIND_TIMEOUT": "30"})
     # Local task 0's LOCAL_RANK is the image's 0 too: not listed there.
     for rank, host, local in ((0, "node1", ""), (1, "node1", "LOCAL_RANK,"), (4, "node2", "LOCAL_RANK,")):
-        t.ok("dist-bind-check: task %d (%s): not what dist-bind set: WORLD_SIZE,%sMASTER_ADDR,MASTER_PORT,"
+        # In DIST_BIND_SET's order: RANK, LOCAL_RANK, then what every task
+        # of the node shares.
+        t.ok("dist-bind-check: task %d (%s): not what dist-bind set: %sWORLD_SIZE,MASTER_ADDR,MASTER_PORT,"
              "CUDA_VISIBLE_DEVICES" % (rank, host, local) in r.stderr,
              "dist-bind-check: task %d names what was replaced in its own environment" % rank)
     t.ok(r.returncode != 0, "and the check fails (rc %d)" % r.returncode)
