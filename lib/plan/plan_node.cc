@@ -2,6 +2,7 @@
 // step's counts, MASTER_ADDR/MASTER_PORT, the step's GPU lists on this node
 // and how Slurm numbers them, closest's choice.
 #include <algorithm>
+#include <cstring>
 
 #include "distbind_version.h"
 #include "options.hh"
@@ -92,13 +93,20 @@ const char *users(const EnvIndex &env, const char *name, const std::string &inhe
     return v;
 }
 
+// srun's dist-bind release, as srun announced it, where it is not this
+// node's; nullptr where srun said none or the same.
+const char *other_srun_release(const EnvIndex &env) {
+    const char *said = env.get(DB_SRUN_VERSION_HINT);
+    return said && std::strcmp(said, DISTBIND_VERSION_STRING) != 0 ? said : nullptr;
+}
+
 }  // namespace
 
 std::string srun_fix(const EnvIndex &env) {
     const std::string mine = DISTBIND_VERSION_STRING;
     const char *said = env.get(DB_SRUN_VERSION_HINT);
-    if (said && mine != said)
-        return std::string("srun's dist-bind is ") + said + ", this node's " + mine +
+    if (const char *other = other_srun_release(env))
+        return std::string("srun's dist-bind is ") + other + ", this node's " + mine +
                ": the login nodes and every node of a step need the same dist-bind (upgrade the older)";
     // srun's devices word (every release sets it for rank, closest and
     // isolate) without its version: a release before 0.2.0.
@@ -349,8 +357,8 @@ NodePlan plan_node(const db_config &cfg, const db_request &eff, const db_node_in
         return np;
     }
     const EnvIndex env(in.env);
-    if (const char *said = env.get(DB_SRUN_VERSION_HINT); said && std::string(said) != DISTBIND_VERSION_STRING)
-        np.notes.push_back(std::string("srun's dist-bind is ") + said + ", this node's " + DISTBIND_VERSION_STRING);
+    if (const char *other = other_srun_release(env))
+        np.notes.push_back(std::string("srun's dist-bind is ") + other + ", this node's " + DISTBIND_VERSION_STRING);
     if (het_step(in, env)) {
         plan_het_node(in, env, np);
     } else {
