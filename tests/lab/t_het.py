@@ -17,6 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import PROBES, PROBE, Lab, Test, bound_own, check_mapping, parse_probe, slurm_at_least  # noqa: E402
+import labkit  # noqa: E402
 from runtimekit import WORKER, need  # noqa: E402
 
 need(WORKER)
@@ -52,6 +53,39 @@ def results(stdout, prefix):
             f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
             out[int(f["rank"])] = f
     return out
+
+
+def pmix_het_in_salloc(lab, step, env, timeout=120, grace=15):
+    """salloc A : B STEP, watched: returns (the run, whether srun was still
+    running `grace` seconds after its step had ended with every rank's OK
+    printed, and was killed; Slurm 22.05's mpi/pmix hang, see below)."""
+    import re
+    import time
+    e = dict(lab.env, **env)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(lab.client + ["salloc", "-t", "3"] + A.split() + [":"] + B.split() + step,
+                             env=e, stdout=out, stderr=err, text=True, cwd=lab.dir)
+        start, ended, hung = time.monotonic(), None, False
+        while p.poll() is None:
+            time.sleep(0.5)
+            out.seek(0)
+            err.seek(0)
+            text, job = out.read(), re.search(r"Granted job allocation (\d+)", err.read())
+            if ended is None and job and text.count("OK ") == 5 and not lab.run(
+                    ["squeue", "-h", "-s", "-j", job.group(1), "-o", "%i"]).stdout.strip():
+                ended = time.monotonic()
+            if (ended and time.monotonic() - ended > grace) or time.monotonic() - start > timeout:
+                hung = ended is not None
+                print("  NOTE srun still running %.0f s after its step ended (Slurm 22.05 mpi/pmix, "
+                      "pmixp_abort_agent_stop): killed" % (time.monotonic() - ended) if hung
+                      else "  salloc timed out after %d s" % timeout)
+                labkit.kill_tree(p.pid)
+                if job:
+                    lab.run(["scancel", job.group(1)])
+                p.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(p.args, 124 if hung else p.returncode, out.read(), err.read()), hung
 
 
 with Lab() as lab:
@@ -99,25 +133,26 @@ with Lab() as lab:
         print("  NOTE python3-torch with torch.distributed is not installed: the PyTorch case does not run")
 
     # --- libdistbind's bootstraps across the components ----------------------------
-    # Slurm 22.05's own srun A --mpi=pmix : B --mpi=pmix, when the het job it
-    # allocates waits for the backfill scheduler ("queued and waiting for
-    # resources"), never exits after the step has ended on both nodes (about
-    # one run in three here; measured with /bin/true and no plugin in
-    # plugstack.conf; never from salloc, nor on 24.11).  There the PMIx case
-    # runs in a het allocation from salloc, which also shows srun
-    # --het-group=0,1 --mpi=pmix.
+    # Slurm 22.05's srun of a het step with --mpi=pmix, whether srun A : B or
+    # srun --het-group=0,1 in a het allocation from salloc, sometimes never
+    # exits after the step has ended on both nodes: its main thread waits for
+    # ever in mpi/pmix's pmixp_abort_agent_stop (gdb).  Measured here in the
+    # salloc form: 4 hangs in 16 runs, as often without --dist-bind as with
+    # it; never on 24.11.  There the step's own results are checked, and an
+    # srun left waiting after its step ended is said and killed.
     for mpi, boot in lab.bootstraps():
         step = [WORKER, "roundtrip"]
         env = {"DIST_BIND_TIMEOUT": "30"}
         what = "libdistbind over --mpi=%s: " % mpi
         if mpi == "pmix" and not slurm_at_least("24.11"):
             what = "libdistbind over --mpi=pmix, srun --het-group=0,1 in salloc A : B: "
-            r = lab.run(["salloc", "-t", "3"] + A.split() + [":"] + B.split() +
-                        ["srun", "--het-group=0,1", "--mpi=pmix", "--dist-bind"] + step, env=env, timeout=120)
+            r, hung = pmix_het_in_salloc(lab, ["srun", "--het-group=0,1", "--mpi=pmix", "--dist-bind"] + step, env)
+            t.ok(r.returncode == 0 or hung, what + "the step ends and srun exits 0 (rc %s: %s)"
+                 % (r.returncode, r.stderr.strip()[-300:]))
         else:
             r = het(lab, A + " --mpi=" + mpi, B + " --mpi=" + mpi, "--dist-bind", step, env=env)
+            t.eq(r.returncode, 0, what + "the step ends and srun exits 0 (%s)" % r.stderr.strip()[-300:])
         res = results(r.stdout, "OK ")
-        t.eq(r.returncode, 0, what + "the step ends and srun exits 0 (%s)" % r.stderr.strip()[-300:])
         t.eq(sorted(res), [0, 1, 2, 3, 4], what + "every rank's broadcasts and allgathers were right (%s)"
              % (r.stdout + r.stderr).strip()[-400:])
         t.eq({x["world"] for x in res.values()}, {"5"}, what + "one world of 5")

@@ -376,17 +376,18 @@ class Lab:
         argv = self.client + list(argv)
         import time
         start = time.monotonic()
+        p = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.PIPE if input is not None else None, cwd=self.dir)
         try:
-            r = subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               timeout=timeout, input=input, cwd=self.dir)
-            took = time.monotonic() - start
-            if took > 10:  # for the log: where a slow run spent its time
-                print("  (%s took %.1f s)" % (" ".join(argv[:6]), took))
-            return r
-        except subprocess.TimeoutExpired as x:  # a hang is a failure, reported like one
-            out = x.stdout.decode() if isinstance(x.stdout, bytes) else (x.stdout or "")
-            err = x.stderr.decode() if isinstance(x.stderr, bytes) else (x.stderr or "")
+            out, err = p.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:  # a hang is a failure, reported like one
+            kill_tree(p.pid)
+            out, err = p.communicate()
             return subprocess.CompletedProcess(argv, 124, out, err + "\n(timed out after %ss)" % timeout)
+        took = time.monotonic() - start
+        if took > 10:  # for the log: where a slow run spent its time
+            print("  (%s took %.1f s)" % (" ".join(argv[:6]), took))
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
     def nodes_settled(self, timeout=30):
         """Waits until every node is idle again (a step that just ended may
@@ -443,7 +444,7 @@ class Lab:
             if jobs or time.monotonic() > deadline:
                 for j in jobs:
                     subprocess.run(self.client + ["scancel", j], env=self.env, stderr=subprocess.DEVNULL)
-                p.kill()
+                kill_tree(p.pid)
                 out, err = p.communicate()
                 if jobs:
                     time.sleep(1)  # let the cancelled step end before the next one
@@ -517,6 +518,35 @@ class Lab:
             print("srun %s failed (rc %d):\n%s%s" % (args, r.returncode, r.stdout, r.stderr))
         self.last = r
         return rows
+
+
+def descendants(pid):
+    """The pids of every process below pid (from /proc), children first."""
+    children = {}
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(pid):
+    """SIGKILLs pid and everything it started (a timed-out salloc and its
+    srun: killing salloc alone would leave srun to hold the job)."""
+    import signal
+    for v in descendants(pid) + [pid]:
+        try:
+            os.kill(v, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def runtime_deadlocked_jobs(labdir):
