@@ -90,7 +90,7 @@ cmd_check() {
     command -v mmdebstrap >/dev/null || skip "mmdebstrap not found (make deps)"
     local b
     for b in mke2fs zstd xz; do command -v $b >/dev/null || skip "$b not found (make deps)"; done
-    "$QEMU" -accel help 2>/dev/null | grep -qx tcg || skip "$QEMU has no TCG accelerator"
+    "$QEMU" -accel help 2>/dev/null | grep -x tcg >/dev/null || skip "$QEMU has no TCG accelerator"
     return 0
 }
 
@@ -174,7 +174,7 @@ cmd_run() {
     native=$("$HERE/release.sh" native 2>/dev/null || true)
     if [ "$rel" = "$native" ]; then
         build=$REPO/build
-    elif "$HERE/release.sh" list | grep -qx "$rel"; then
+    elif "$HERE/release.sh" list | grep -x "$rel" >/dev/null; then  # not -q: under pipefail, a grep that quits at the first line leaves release.sh to die of SIGPIPE
         build=$REPO/build/slurm-$rel
     else
         skip "no build against Slurm $rel here (this machine runs ${native:-no Slurm}; release.sh builds $("$HERE/release.sh" list | tr '\n' ' '))"

@@ -63,7 +63,7 @@ free_port() {
     for _ in $(seq 200); do
         p=$((10000 + RANDOM % 10000))
         case " ${USED_PORTS:-} " in *" $p "*) continue ;; esac
-        if ! ss -Hanp "( sport = :$p )" 2>/dev/null | grep -q .; then
+        if ! ss -Hanp "( sport = :$p )" 2>/dev/null | grep . >/dev/null; then
             USED_PORTS="${USED_PORTS:-} $p"
             echo "$p"
             return
@@ -161,7 +161,7 @@ net_name() { echo "db$(echo "$1" | md5sum | cut -c1-6)$2"; }
 net_up() {
     local d=$1 br
     br=$(net_name "$d" br)
-    ! ip -o addr show | grep -q " $V2_NET.1/" || die "another --cgroup2 lab holds $V2_NET.1 on this machine"
+    ! ip -o addr show | grep " $V2_NET.1/" >/dev/null || die "another --cgroup2 lab holds $V2_NET.1 on this machine"
     modprobe -a bridge veth 2>/dev/null || true
     ip link add "$br" type bridge || die "cannot make the bridge $br"
     echo "$br" >"$d/net"
