@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 FIGURE="NCCL set-up through libdistbind / bare NCCL, world of one"
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep '^GPU ' >/dev/null; then
     echo "b_gpu: no usable GPU here (nvidia-smi -L lists none)"
     printf 'GOAL\t%s\tnot measured\t<= 1.05\tneeds-gpu\n' "$FIGURE"
     exit 0

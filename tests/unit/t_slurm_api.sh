@@ -26,7 +26,7 @@ if [ -n "$direct" ]; then echo "FAIL: dlsym outside db_slurm_api: $direct"; fail
 internal=$(grep -hoE 'db_slurm_internal\("[a-z_]+"\)' spank/*.c | sed -E 's/.*\("([a-z_]+)"\)/\1/' | sort -u)
 echo "libslurm's own, looked up: $(echo $internal)"
 for n in $internal; do
-    printf '%s\n' "${INTERNAL[@]}" | grep -qx "$n" || { echo "FAIL: $n is looked up but not listed in INTERNAL"; fail=1; }
+    printf '%s\n' "${INTERNAL[@]}" | grep -x "$n" >/dev/null || { echo "FAIL: $n is looked up but not listed in INTERNAL"; fail=1; }
 done
 libs=(/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so)
 for l in build/roots/*/usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so; do [ -f "$l" ] && libs+=("$l"); done
@@ -75,7 +75,7 @@ while read -r name older; do
     for n in $name $older; do
         [ "$n" = - ] && continue
         declared "$n" /usr/include/slurm/slurm.h && continue
-        printf '%s\n' "${RENAMES[@]}" | awk '{print $2}' | grep -qx "$n" && continue
+        printf '%s\n' "${RENAMES[@]}" | awk '{print $2}' | grep -x "$n" >/dev/null && continue
         echo "FAIL: $n is not in Slurm's public API (slurm/slurm.h)"
         fail=1
     done
