@@ -10,8 +10,10 @@
 // but its first HMAC in a process costs 3-9 ms of provider set-up, which
 // 256 ranks on a node pay at once (make bench); libsodium's costs ~0.1 ms
 // in a VM, nearly all of it mapping the SHA-256 code and tables into the
-// process (two or three page faults), and that first run is most of what
-// the secret costs a set-up (handshake.hh).  Key makes the HMAC's
+// process, and that first run is most of what the secret costs a set-up
+// (handshake.hh).  The shipped library links libsodium in statically
+// (lib/runtime/build.mk): what it uses then lies beside the rest of the
+// library's code, with no second library to relocate and map in each rank.  Key makes the HMAC's
 // state after the key once, so that later proofs hash only their bytes.
 #pragma once
 

@@ -329,7 +329,7 @@ namespace {
 struct DialState {
     enum Phase { Wait, Connecting, AwaitChallenge, AwaitAck, AwaitReply, Done, Failed } phase = Wait;
     Clock::time_point wake{}, until{};
-    std::chrono::milliseconds pause{10};
+    std::chrono::milliseconds pause{1};
     Socket s;
     Mode mode = Mode::None;
     FrameReader in;
@@ -430,9 +430,11 @@ class Dialer {
     const bool retry_refused_;
     std::function<void()> meanwhile_;
 
-    // Again after a pause that doubles: up to 25 ms while nothing listens
-    // there yet (rank 0 starting with the others: every rank should be in
-    // as soon as it listens), up to 100 ms when something answered badly.
+    // Again after a pause that doubles from 1 ms: up to 25 ms while nothing
+    // listens there yet (rank 0 starting with the others: every rank should
+    // be in as soon as it listens; a node's rank 0 typically listens a few
+    // ms after its peers start), from at least 10 ms up to 100 ms when
+    // something answered badly.
     void failed(size_t i, std::string why, bool retry, bool refused = false) {
         Dial &x = dials_[i];
         DialState &s = st_[i];
@@ -444,6 +446,7 @@ class Dialer {
             s.phase = DialState::Failed;
             return;
         }
+        if (!refused) s.pause = std::max(s.pause, std::chrono::milliseconds(10));
         debugf("tcp: connection to rank %d at %s: %s; again in %d ms", x.rank, x.addr.str().c_str(), x.why.c_str(),
                static_cast<int>(s.pause.count()));
         s.phase = DialState::Wait;
