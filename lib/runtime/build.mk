@@ -36,8 +36,10 @@ $(foreach d,$(RT_DIRS),$(eval FLAGS.$(d) := $$(RT_FLAGS)))
 SANFLAGS.lib/runtime/bootstrap/tcp := -DDB_TEST_KNOBS
 RT_LIBS     := -ldl -pthread -lsodium
 # The shipped library carries libsodium inside it (hidden by the version
-# script): its relocations and pages at every rank's start were a tenth of
-# the authenticated set-up at 256 ranks.  The test builds link it as usual.
+# script): mapped as a library of its own, its relocations and first
+# pages in every rank were most of what the step's secret cost the TCP
+# set-up at 256 ranks (1.112 against 1.045 linked in, docs/testing.md).
+# The test builds link it as usual.
 RT_SHIP_LIBS := -ldl -pthread -Wl,-Bstatic -lsodium -Wl,-Bdynamic
 
 RT_LIB      := $(B)/libdistbind.so

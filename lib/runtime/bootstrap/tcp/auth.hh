@@ -13,8 +13,9 @@
 // process, and that first run is most of what the secret costs a set-up
 // (handshake.hh).  The shipped library links libsodium in statically
 // (lib/runtime/build.mk): what it uses then lies beside the rest of the
-// library's code, with no second library to relocate and map in each rank.  Key makes the HMAC's
-// state after the key once, so that later proofs hash only their bytes.
+// library's code, with no second library to relocate and map in each
+// rank.  Key makes the HMAC's state after the key once, so that later
+// proofs hash only their bytes.
 #pragma once
 
 #include <array>

@@ -30,10 +30,11 @@
 // without a secret, and one without the children's proofs is no faster
 // than this one): the HMAC is, on the first run of its code in each
 // process, which maps libsodium's SHA-256 code and tables (page faults: 30
-// to 50 us each in a VM; fewer since libsodium is linked in).  A registering rank therefore makes its
-// listener, its registration and its key's HMAC state (auth::Key::prepare)
-// while its Hello travels to rank 0 (dial's `meanwhile`), so that the turn
-// in which it reads rank 0's challenge and sends its proof is short.  Each
+// to 50 us each in a VM; fewer since libsodium is linked in).  A
+// registering rank therefore makes its listener, its registration and its
+// key's HMAC state (auth::Key::prepare) while its Hello travels to rank 0
+// (dial's `meanwhile`), so that the turn in which it reads rank 0's
+// challenge and sends its proof is short.  Each
 // dial counts its round trips (Dial::trips); DIST_BIND_DEBUG=1 prints a
 // rank's and tests/exchange/t_tcp_trips.py checks them.
 //
