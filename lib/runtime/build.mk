@@ -40,7 +40,7 @@ RT_LIBS     := -ldl -pthread -lsodium
 # pages in every rank were most of what the step's secret cost the TCP
 # set-up at 256 ranks (1.112 against 1.045 linked in, docs/testing.md).
 # The test builds link it as usual.
-RT_SHIP_LIBS := -ldl -pthread -Wl,-Bstatic -lsodium -Wl,-Bdynamic
+RT_SHIP_LIBS := $(filter-out -lsodium,$(RT_LIBS)) -Wl,-Bstatic -lsodium -Wl,-Bdynamic
 
 RT_LIB      := $(B)/libdistbind.so
 RT_SONAME   := libdistbind.so.$(DB_ABI)
