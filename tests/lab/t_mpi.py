@@ -28,7 +28,16 @@ combination that cannot run here says so in a NOTE with the reason:
   'init'" and the step fails), and Open MPI 5 and later abort in MPI_Init
   when libdistbind brought PMIx up first; auto takes TCP in both, and each
   forced failure is measured in a NOTE.  Otherwise both clients share the
-  process's one PMIx connection."""
+  process's one PMIx connection.
+- Open MPI 5.0 (24.11's root) under Slurm's mpi/pmix now and then loses a
+  task to SIGSEGV inside MPI_Init (mca_pml_ob1_recv_frag_callback_match on
+  the stack), seen so far without --dist-bind: in two of about twenty runs
+  of this test (mpi4py, the first step), and in CI on 2026-12-06 twice in
+  a row (the C program, -m arbitrary).  The same crash is
+  open-mpi/ompi#12495 (srun + PMIx); ompi PR #13559 describes the race (a
+  peer's message reaching ob1 before MPI_COMM_WORLD is added).  A step
+  whose task died so, and only so, runs again, at most four times in all,
+  with a NOTE; any other failure counts at once."""
 # lab-releases: every (the MPIs differ by release: Open MPI 4.1, 5.0, 6.0; MPICH 4.0, 4.2, 5.0)
 import os
 import re
@@ -102,29 +111,39 @@ def build(lab):
     return progs
 
 
-def run(lab, job, argv, env, extra=(), dist_bind=True):
+# Open MPI 5.0's own crash in MPI_Init (see the docstring): a task dies of
+# SIGSEGV with ompi_mpi_init on its stack.  That crash, and only that one,
+# is run again, at most MPI_INIT_TRIES times in all.
+MPI_INIT_TRIES = 4
+mpi_init_crashes = []
+
+
+def crashed_in_mpi_init(r):
+    return r.returncode != 0 and "Segmentation fault" in r.stderr and "ompi_mpi_init" in r.stderr
+
+
+def run(lab, job, argv, env, extra=(), dist_bind=True, what=""):
     args = job + (" --dist-bind" if dist_bind else "")
-    r = lab.srun(args, argv + list(extra), env=env, timeout=120)
+    for attempt in range(MPI_INIT_TRIES):
+        r = lab.srun(args, argv + list(extra), env=env, timeout=120)
+        if not crashed_in_mpi_init(r):
+            break
+        mpi_init_crashes.append(what + args)
+        frames = re.findall(r"\b(\w+)\+0x", r.stderr)
+        note("%s%s: a task died of SIGSEGV inside MPI_Init (try %d of %d; frames: %s)%s" % (
+            what, "with --dist-bind" if dist_bind else "without --dist-bind", attempt + 1, MPI_INIT_TRIES,
+            " < ".join(frames[:4]) or "none printed", "; run again" if attempt + 1 < MPI_INIT_TRIES else ""))
     return r, rows(r.stdout)
 
 
 def check_layout(lab, flavour, argv, mpi, job, hosts, env, what):
-    base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False)
-    if len(base) != 5 and "Segmentation fault" in base_r.stderr:
-        # Seen twice in about twenty runs on 24.11, in the lab's first MPI
-        # step only: a task of mpi4py 4.0 / Open MPI 5.0 dies of SIGSEGV
-        # inside MPI_Init, without dist-bind (not reproduced alone in 40
-        # tries).  The baseline is MPI's own behaviour: run it again once,
-        # and say so; the runs with --dist-bind are never repeated.
-        note(what + "without --dist-bind, a task crashed in MPI itself; the baseline runs again once. Its "
-             "stderr began: " + re.sub(r"\s+", " ", base_r.stderr)[:1200])
-        base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False)
+    base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False, what=what)
     # Without dist-bind the MPI world is the same; key it by MPI rank.
     base = dict(sorted((int(f["rank"]), f) for f in base.values()))
     if not t.eq(sorted(base), list(range(5)), what + "without --dist-bind: five MPI ranks"):
         print(base_r.stdout[-1500:], base_r.stderr[-1500:])
         return False
-    fixed_r, fixed = run(lab, job + " --mpi=" + mpi, argv, env)
+    fixed_r, fixed = run(lab, job + " --mpi=" + mpi, argv, env, what=what)
     if not t.eq(sorted(fixed), list(range(5)), what + "with --dist-bind: five tasks report"):
         print(fixed_r.stdout[-1500:], fixed_r.stderr[-1500:])
         return False
@@ -167,8 +186,8 @@ def check_together(lab, flavour, argv, mpi, job, env, what, order="distbind"):
         boot, why = "tcp", "not pmi2: MPICH"
     elif flavour == "openmpi" and order == "distbind-first" and open_mpi_major() >= 5:
         boot, why = "tcp", "not pmix: Open MPI v%d" % open_mpi_major()
-    r, got = run(lab, job + " --mpi=" + mpi, argv, e, extra=[order])
     what += "MPI and libdistbind in one process (%s, libdistbind over %s): " % (order, boot)
+    r, got = run(lab, job + " --mpi=" + mpi, argv, e, extra=[order], what=what)
     if not t.eq(sorted(got), list(range(5)), what + "five tasks report"):
         print(r.stdout[-1500:], r.stderr[-1500:])
         return
@@ -225,4 +244,7 @@ with Lab() as lab:
                                              r.stderr)))
                 note(tag + "DIST_BIND_BOOTSTRAP=%s beside MPI (%s): %d of 5 tasks finished, srun exit %d %s" % (
                     mpi, forced, sum(1 for g in got.values() if g.get("db_gather") == "ok"), r.returncode, said))
+if mpi_init_crashes:
+    note("%d step(s) had a task die inside MPI_Init and ran again: %s" % (
+        len(mpi_init_crashes), "; ".join(mpi_init_crashes)))
 t.done()
