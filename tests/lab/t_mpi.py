@@ -31,9 +31,11 @@ combination that cannot run here says so in a NOTE with the reason:
   process's one PMIx connection.
 - Open MPI 5.0 (24.11's root) under Slurm's mpi/pmix now and then loses a
   task to SIGSEGV inside MPI_Init (mca_pml_ob1_recv_frag_callback_match on
-  the stack), seen so far without --dist-bind: in two of about twenty runs
-  of this test (mpi4py, the first step), and in CI on 2026-12-06 twice in
-  a row (the C program, -m arbitrary).  The same crash is
+  the stack), with and without --dist-bind: in two of about twenty runs
+  of this test (mpi4py, the first step), in CI on 2026-12-06 twice in a
+  row (the C program, -m arbitrary, without --dist-bind), and in two of six
+  runs beside two busy loops (-m arbitrary: once without --dist-bind,
+  once MPI and libdistbind in one process with it).  The same crash is
   open-mpi/ompi#12495 (srun + PMIx); ompi PR #13559 describes the race (a
   peer's message reaching ob1 before MPI_COMM_WORLD is added).  A step
   whose task died so, and only so, runs again, at most four times in all,
