@@ -114,8 +114,10 @@ def build(lab):
 
 
 # Open MPI 5.0's own crash in MPI_Init (see the docstring): a task dies of
-# SIGSEGV with ompi_mpi_init on its stack.  That crash, and only that one,
-# is run again, at most MPI_INIT_TRIES times in all.
+# SIGSEGV with ompi_mpi_init on its stack.  In the runs whose results are
+# asserted (retry=True), that crash, and only that one, is run again, at
+# most MPI_INIT_TRIES times in all; a run measured for a NOTE, whose
+# failure in MPI_Init may be the point, runs once.
 MPI_INIT_TRIES = 4
 mpi_init_crashes = []
 
@@ -124,28 +126,29 @@ def crashed_in_mpi_init(r):
     return r.returncode != 0 and "Segmentation fault" in r.stderr and "ompi_mpi_init" in r.stderr
 
 
-def run(lab, job, argv, env, extra=(), dist_bind=True, what=""):
+def run(lab, job, argv, env, extra=(), dist_bind=True, what="", retry=False):
     args = job + (" --dist-bind" if dist_bind else "")
-    for attempt in range(MPI_INIT_TRIES):
+    tries = MPI_INIT_TRIES if retry else 1
+    for attempt in range(tries):
         r = lab.srun(args, argv + list(extra), env=env, timeout=120)
-        if not crashed_in_mpi_init(r):
+        if not retry or not crashed_in_mpi_init(r):
             break
         mpi_init_crashes.append(what + args)
         frames = re.findall(r"\b(\w+)\+0x", r.stderr)
         note("%s%s: a task died of SIGSEGV inside MPI_Init (try %d of %d; frames: %s)%s" % (
-            what, "with --dist-bind" if dist_bind else "without --dist-bind", attempt + 1, MPI_INIT_TRIES,
-            " < ".join(frames[:4]) or "none printed", "; run again" if attempt + 1 < MPI_INIT_TRIES else ""))
+            what, "with --dist-bind" if dist_bind else "without --dist-bind", attempt + 1, tries,
+            " < ".join(frames[:4]) or "none printed", "; run again" if attempt + 1 < tries else ""))
     return r, rows(r.stdout)
 
 
 def check_layout(lab, flavour, argv, mpi, job, hosts, env, what):
-    base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False, what=what)
+    base_r, base = run(lab, job + " --mpi=" + mpi, argv, env, dist_bind=False, what=what, retry=True)
     # Without dist-bind the MPI world is the same; key it by MPI rank.
     base = dict(sorted((int(f["rank"]), f) for f in base.values()))
     if not t.eq(sorted(base), list(range(5)), what + "without --dist-bind: five MPI ranks"):
         print(base_r.stdout[-1500:], base_r.stderr[-1500:])
         return False
-    fixed_r, fixed = run(lab, job + " --mpi=" + mpi, argv, env, what=what)
+    fixed_r, fixed = run(lab, job + " --mpi=" + mpi, argv, env, what=what, retry=True)
     if not t.eq(sorted(fixed), list(range(5)), what + "with --dist-bind: five tasks report"):
         print(fixed_r.stdout[-1500:], fixed_r.stderr[-1500:])
         return False
@@ -189,7 +192,7 @@ def check_together(lab, flavour, argv, mpi, job, env, what, order="distbind"):
     elif flavour == "openmpi" and order == "distbind-first" and open_mpi_major() >= 5:
         boot, why = "tcp", "not pmix: Open MPI v%d" % open_mpi_major()
     what += "MPI and libdistbind in one process (%s, libdistbind over %s): " % (order, boot)
-    r, got = run(lab, job + " --mpi=" + mpi, argv, e, extra=[order], what=what)
+    r, got = run(lab, job + " --mpi=" + mpi, argv, e, extra=[order], what=what, retry=True)
     if not t.eq(sorted(got), list(range(5)), what + "five tasks report"):
         print(r.stdout[-1500:], r.stderr[-1500:])
         return
@@ -247,6 +250,6 @@ with Lab() as lab:
                 note(tag + "DIST_BIND_BOOTSTRAP=%s beside MPI (%s): %d of 5 tasks finished, srun exit %d %s" % (
                     mpi, forced, sum(1 for g in got.values() if g.get("db_gather") == "ok"), r.returncode, said))
 if mpi_init_crashes:
-    note("%d step(s) had a task die inside MPI_Init and ran again: %s" % (
+    note("%d run(s) lost a task inside MPI_Init: %s" % (
         len(mpi_init_crashes), "; ".join(mpi_init_crashes)))
 t.done()
