@@ -1,6 +1,8 @@
 // DIST_BIND_SET (record.hh).
 #include "record.hh"
 
+#include <algorithm>
+
 #include "env_index.hh"
 #include "text.hh"
 
@@ -10,12 +12,10 @@ namespace {
 
 // Eight lowercase hex digits, as "%08x" writes them (a printf per variable
 // was a tenth of a task plan's cost).
-std::string fnv1a(std::string_view v) {
+void fnv1a(std::string_view v, char (&hex)[8]) {
     uint32_t h = 2166136261u;
     for (unsigned char c : v) h = (h ^ c) * 16777619u;
-    std::string out(8, '0');
-    for (int i = 7; i >= 0; i--, h >>= 4) out[i] = "0123456789abcdef"[h & 0xf];
-    return out;
+    for (int i = 7; i >= 0; i--, h >>= 4) hex[i] = "0123456789abcdef"[h & 0xf];
 }
 
 bool name_ok(std::string_view n) {
@@ -27,23 +27,30 @@ bool name_ok(std::string_view n) {
 
 }  // namespace
 
-std::string set_record(const std::vector<std::pair<std::string, std::string>> &set,
-                       const std::vector<std::string> &unset) {
-    std::string out;
-    size_t size = 0;
-    for (const auto &kv : set) size += kv.first.size() + 10;
-    for (const std::string &n : unset) size += n.size() + 3;
-    out.reserve(size);
-    auto item = [&](const std::string &name, const std::string &hash) {
-        if (!out.empty()) out += ',';
-        out += name;
-        out += ':';
-        out += hash;
-    };
-    for (const auto &kv : set) item(kv.first, fnv1a(kv.second));
-    for (const std::string &n : unset) item(n, "-");
-    return out;
+// ",NAME:" (no comma first) and the tail, in one append.
+void RecordWriter::item(std::string_view name, std::string_view tail) {
+    char buf[160];
+    const bool comma = !out_.empty();
+    if (name.size() + tail.size() + 2 > sizeof buf) {  // no name dist-bind sets is this long
+        if (comma) out_ += ',';
+        out_.append(name).append(1, ':').append(tail);
+        return;
+    }
+    char *p = buf;
+    if (comma) *p++ = ',';
+    p = std::copy(name.begin(), name.end(), p);
+    *p++ = ':';
+    p = std::copy(tail.begin(), tail.end(), p);
+    out_.append(buf, static_cast<size_t>(p - buf));
 }
+
+void RecordWriter::set(std::string_view name, std::string_view value) {
+    char hex[8];
+    fnv1a(value, hex);
+    item(name, std::string_view(hex, sizeof hex));
+}
+
+void RecordWriter::unset(std::string_view name) { item(name, "-"); }
 
 std::vector<std::string> record_mismatches(const char *record, const char *const *env) {
     std::vector<std::string> out;
@@ -58,7 +65,9 @@ std::vector<std::string> record_mismatches(const char *record, const char *const
         if (!name_ok(name) || !(hash == "-" || hash.size() == 8))
             throw Error(quoted(DB_SET_RECORD, rec) + ": \"" + std::string(item) + "\" is not NAME:HASH");
         const char *v = index.get(name);
-        const bool same = hash == "-" ? v == nullptr : v && fnv1a(v) == hash;
+        char mine[8];
+        if (v) fnv1a(v, mine);
+        const bool same = hash == "-" ? v == nullptr : v && hash == std::string_view(mine, sizeof mine);
         if (!same) out.emplace_back(name);
     }
     return out;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,9 +16,19 @@
 
 namespace db {
 
-// The record of `set` (name, value) and `unset` (names).
-std::string set_record(const std::vector<std::pair<std::string, std::string>> &set,
-                       const std::vector<std::string> &unset);
+// A record, item by item: every variable set (name, value), then every
+// one unset.
+class RecordWriter {
+  public:
+    explicit RecordWriter(size_t reserve) { out_.reserve(reserve); }
+    void set(std::string_view name, std::string_view value);
+    void unset(std::string_view name);
+    std::string take() { return std::move(out_); }
+
+  private:
+    void item(std::string_view name, std::string_view tail);
+    std::string out_;
+};
 
 // The names whose value in `env` (NULL-ended NAME=VALUE array) is not what
 // `record` says dist-bind left; throws db::Error naming DIST_BIND_SET for

@@ -247,17 +247,19 @@ bool is_uuid_token(std::string_view t) {
 }  // namespace
 
 std::vector<std::string> parse_gpu_list(std::string_view s, std::string_view name) {
-    const std::string what = quoted(name, s);
-    if (s.empty()) throw Error(what + ": empty GPU list, expected GPU indices like \"0,1\"");
+    // Every task parses its lists: the message's head is made only for an
+    // error.
+    auto what = [&] { return quoted(name, s); };
+    if (s.empty()) throw Error(what() + ": empty GPU list, expected GPU indices like \"0,1\"");
     std::vector<std::string> out;
     for (std::string_view t : split(s, ',')) {
         uint64_t v;
-        if (t.empty()) throw Error(what + ": empty entry, expected GPU indices like \"0,1\"");
+        if (t.empty()) throw Error(what() + ": empty entry, expected GPU indices like \"0,1\"");
         if (!parse_uint(t, 999999, v) && !is_uuid_token(t))
-            throw Error(what + ": \"" + std::string(t) +
+            throw Error(what() + ": \"" + std::string(t) +
                         "\" is not a GPU (expected an index 0..999999 or a GPU-/MIG- UUID)");
         for (const std::string &seen : out)
-            if (seen == t) throw Error(what + ": GPU " + std::string(t) + " is listed twice");
+            if (seen == t) throw Error(what() + ": GPU " + std::string(t) + " is listed twice");
         out.emplace_back(t);
     }
     return out;
@@ -289,7 +291,14 @@ void copy_out(std::string_view s, char *buf, size_t len) {
 
 std::string first_n(size_t n) {
     std::string out;
-    for (size_t i = 0; i < n; i++) out += (i ? "," : "") + std::to_string(i);
+    out.reserve(n < 10 ? 2 * n : 3 * n);
+    for (size_t i = 0; i < n; i++) {
+        if (i) out += ',';
+        if (i < 10)
+            out += static_cast<char>('0' + i);
+        else
+            out += std::to_string(i);
+    }
     return out;
 }
 

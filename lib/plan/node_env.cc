@@ -5,11 +5,13 @@
 // slurmstepd's spank_setenv costs about 3-7 us a variable (setenvf callocs a
 // 256 KiB buffer, then scans the environment), and dist-bind sets some 60;
 // more than half are the same in every task of the node.  The task plan
-// still computes the whole list, on the task's environment as it would be
+// still decides on the whole list, on the task's environment as it would be
 // without user_init's writes (TaskEnv), so that its record (DIST_BIND_SET),
 // its verbose line and every decision stay what they were when the task
-// wrote everything; only writes the task's environment already holds are
-// dropped.  A node variable the task's plan does not list after all (a
+// wrote everything; a variable the task's environment already holds as the
+// plan sets it gets no entry (TaskPlan::put, node_holds_twin), and what the
+// task still lists as the node wrote it is dropped (drop_node_writes).  A
+// node variable the task's plan does not list after all (a
 // guess that did not hold for this task) is put back as the step had it:
 // whatever this file decides, a task ends up with the environment it had
 // when it wrote everything itself.
@@ -131,6 +133,7 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     for (const auto *part : {&ranks, &gpus})
         for (const auto &kv : *part) b.set(kv.first, kv.second);
 
+    out->first_twin = out->vars.size();
     // Their twins (twins.cc), in the same order, the user's own twin
     // winning unless an enclosing step's dist-bind left it; then the
     // step's secret's.
@@ -157,6 +160,40 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     for (size_t i = 0; i < out->vars.size(); i++)
         if (out->vars[i].written) out->writes.push_back(static_cast<uint32_t>(i));
     np.node_env = std::move(out);
+}
+
+void TaskPlan::put(const TaskEnv &task, std::string_view name, std::string value) {
+    // The node's variables follow the order the plan sets them in: the next
+    // few not found yet are where NAME would be (as drop_node_writes walks).
+    if (const NodeEnv *ne = task.node) {
+        size_t &j = node_cursor;
+        while (j < ne->nsets && node_seen[j]) j++;
+        for (size_t t = j; t < ne->nsets && t < j + 4; t++) {
+            const NodeVar &v = ne->vars[t];
+            if (ne->name(v) != name) continue;
+            node_seen[t] = true;
+            j = t + 1;
+            if (task.intact[t] && ne->value(v) == value) {
+                planned.push_back({true, static_cast<uint32_t>(t)});
+                return;
+            }
+            break;
+        }
+    }
+    planned.push_back({false, static_cast<uint32_t>(set.size())});
+    set.emplace_back(name, std::move(value));
+}
+
+std::string_view TaskPlan::name(const TaskEnv &task, Planned p) const {
+    return p.node ? task.node->name(task.node->vars[p.i]) : std::string_view(set[p.i].first);
+}
+
+std::string_view TaskPlan::value(const TaskEnv &task, Planned p) const {
+    return p.node ? task.node->value(task.node->vars[p.i]) : std::string_view(set[p.i].second);
+}
+
+bool TaskPlan::plans(const TaskEnv &task, std::string_view n) const {
+    return std::any_of(planned.begin(), planned.end(), [&](Planned p) { return name(task, p) == n; });
 }
 
 bool node_holds_twin(const TaskEnv &task, TaskPlan &tp, size_t &cursor, std::string_view base, std::string_view value) {

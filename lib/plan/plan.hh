@@ -82,6 +82,7 @@ struct NodeEnv {
     std::string text;
     std::vector<NodeVar> vars;
     size_t nsets = 0;              // vars[0, nsets) are set, the rest unset
+    size_t first_twin = 0;         // vars[first_twin, nsets) are APPTAINERENV_ twins
     std::vector<uint32_t> writes;  // the positions user_init writes
     const char *str(uint32_t offset) const { return text.data() + offset; }
     std::string_view name(const NodeVar &v) const { return {str(v.name), v.name_len}; }
@@ -201,15 +202,34 @@ struct TaskEnv {
 };
 
 struct TaskPlan {
+    // What the task writes: variables to set, then to unset.
     std::vector<std::pair<std::string, std::string>> set;
     std::vector<std::string> unset;
     std::string verbose;  // empty unless verbose
     // What the verbose line says after its head, each part of the pipeline
     // adding its own (task_plan joins them).
     std::vector<std::string> notes;
-    // The node's variables the plan found the task holding as it would set
-    // them, without an entry (node_holds_twin).
+    // The node's variables the plan found, by name where the node's order
+    // says (put, node_holds_twin, drop_node_writes); where the task holds
+    // one as the plan sets it, the plan has no entry for it.
     std::bitset<kMaxNodeVars> node_seen;
+
+    // Every variable the plan sets, in the order it sets them (put): an
+    // entry of `set`, or a node variable user_init wrote that the task
+    // holds as the plan sets it, which the task need not write again.  The
+    // record, the twins and "does the plan set NAME" read this list.
+    struct Planned {
+        bool node;  // vars[i] of the task's NodeEnv, else set[i]
+        uint32_t i;
+    };
+    std::vector<Planned> planned;
+    size_t node_cursor = 0;  // where put() looks for the next name among the node's variables
+
+    // Plan NAME=VALUE (node_env.cc).
+    void put(const TaskEnv &task, std::string_view name, std::string value);
+    std::string_view name(const TaskEnv &task, Planned p) const;
+    std::string_view value(const TaskEnv &task, Planned p) const;
+    bool plans(const TaskEnv &task, std::string_view name) const;
 };
 
 // An error that every task of the node would report alike: the glue

@@ -65,11 +65,7 @@ bool gpu_bind_none(const char *tres_bind) {
 // Unset what an enclosing step's dist-bind set and this plan does not set.
 void drop_inherited(const TaskEnv &task, TaskPlan &tp) {
     if (!task.inherited) return;
-    auto is_set = [&](std::string_view name) {
-        for (const auto &kv : tp.set)
-            if (kv.first == name) return true;
-        return false;
-    };
+    auto is_set = [&](std::string_view name) { return tp.plans(task, name); };
     const auto master = inherited_master(task.env.get(DB_MASTER_MARK));
     for (const char *name : kOwnVars)
         if (task.env.get(name) && !is_set(name)) tp.unset.emplace_back(name);
@@ -132,7 +128,7 @@ class TaskGpus {
     std::string gpus_shown = "none", visible_shown = "unset", device_shown = "none";
 
   private:
-    void set(const std::string &name, std::string value) { tp_.set.emplace_back(name, std::move(value)); }
+    void set(std::string_view name, std::string value) { tp_.put(task_, name, std::move(value)); }
     // A node's only task whose device is 0 gets no DIST_BIND_DEVICE: it owns
     // its node's GPUs, device 0 is CUDA's default and libdistbind's choice
     // (LOCAL_RANK), and a launcher it starts (torchrun) copies its
@@ -267,17 +263,18 @@ class TaskGpus {
                                [&](const GpuVar &g) { return g.name == name && (!task_list_ || task_.env.get(name)); });
         };
         const bool rocr = has("ROCR_VISIBLE_DEVICES");
+        const std::string ordinals = rocr ? first_n(visible_.size()) : std::string();
         for (const GpuVar &g : np_.gpus) {
             if (task_list_ && !task_.env.get(g.name)) continue;
             const bool second_stage = rocr && g.name == "GPU_DEVICE_ORDINAL";
-            set(g.name, second_stage ? first_n(visible_.size()) : pick(g.step, visible_));
+            set(g.name, second_stage ? ordinals : pick(g.step, visible_));
         }
         if (rocr && has("CUDA_VISIBLE_DEVICES")) {
             const char *user = task_.env.get("HIP_VISIBLE_DEVICES");
-            if (user && !task_.inherited && first_n(visible_.size()) != user)
+            if (user && !task_.inherited && ordinals != user)
                 notes_.push_back(quoted("HIP_VISIBLE_DEVICES", user) +
                                  " replaced: ROCR_VISIBLE_DEVICES already orders the GPUs for ROCm");
-            set("HIP_VISIBLE_DEVICES", first_n(visible_.size()));
+            set("HIP_VISIBLE_DEVICES", ordinals);
         }
     }
 
@@ -328,7 +325,7 @@ class TaskGpus {
 };
 
 void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
-    auto set = [&](const char *name, std::string value) { tp.set.emplace_back(name, std::move(value)); };
+    auto set = [&](const char *name, std::string value) { tp.put(task, name, std::move(value)); };
     set("RANK", std::to_string(task.global_rank));
     set("LOCAL_RANK", std::to_string(task.local_rank));
     shared_rank_vars(np, true, set);
@@ -411,8 +408,7 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
                     " tasks, " + std::to_string(np.local_ntasks) + " on this node");
     set_rank_vars(np, task, tp);
 
-    std::vector<std::string> &notes = tp.notes;
-    if (np.req.verbose) notes = np.notes;
+    std::vector<std::string> &notes = tp.notes;  // the node's come first (the verbose line's head)
     if (np.req.mode == DB_MODE_CLOSEST && !np.gpus.empty()) {
         if (np.closest.chosen)
             notes.push_back("closest: " + np.closest.source);
@@ -434,16 +430,31 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
         notes.push_back("a plugin that ran before dist-bind in task_init changed " + changed +
                         " (a container plugin such as pyxis copying the image's environment): dist-bind's values "
                         "replace them");
-    tp.set.emplace_back(DB_SET_RECORD, set_record(tp.set, tp.unset));
+    {
+        // Every variable the plan sets, the node's too, then what it unsets.
+        RecordWriter record(tp.planned.size() * 28 + tp.unset.size() * 24);
+        for (const TaskPlan::Planned p : tp.planned) record.set(tp.name(task, p), tp.value(task, p));
+        for (const std::string &n : tp.unset) record.unset(n);
+        tp.put(task, DB_SET_RECORD, record.take());
+    }
 
     if (np.req.verbose) {
-        tp.verbose = "dist-bind: rank=" + std::to_string(task.global_rank) + "/" + std::to_string(np.ntasks) +
-                     " host=" + np.host + " local_rank=" + std::to_string(task.local_rank) + "/" +
-                     std::to_string(np.local_ntasks) + " gpus=" + gpus + " visible=" + visible + " device=" + device +
-                     " mode=" + db_mode_name(np.req.mode) + " master=" + np.master_addr + ":" + np.master_port +
-                     " (addr " + np.master_addr_from + ", port " + np.master_port_from + ")" +
-                     " node_rank=" + std::to_string(np.node_rank.rank) + "/" + std::to_string(np.nnodes) + " (" +
-                     np.node_rank.from + ")";
+        // Appended in place: a chain of operator+ made a string per part.
+        std::string &v = tp.verbose;
+        v.reserve(384);
+        auto num = [&](uint64_t n) -> std::string & { return v.append(std::to_string(n)); };
+        v.append("dist-bind: rank=");
+        num(task.global_rank).append("/");
+        num(np.ntasks).append(" host=").append(np.host).append(" local_rank=");
+        num(task.local_rank).append("/");
+        num(np.local_ntasks).append(" gpus=").append(gpus).append(" visible=").append(visible);
+        v.append(" device=").append(device).append(" mode=").append(db_mode_name(np.req.mode));
+        v.append(" master=").append(np.master_addr).append(":").append(np.master_port);
+        v.append(" (addr ").append(np.master_addr_from).append(", port ").append(np.master_port_from).append(")");
+        v.append(" node_rank=");
+        num(np.node_rank.rank).append("/");
+        num(np.nnodes).append(" (").append(np.node_rank.from).append(")");
+        for (const std::string &n : np.notes) v.append("; ").append(n);
     }
     return tp;
 }
@@ -462,7 +473,7 @@ TaskPlan task_plan(const NodePlan &np, const db_task_input &in) {
     add_apptainer_twins(task, tp);
     drop_node_writes(np, task, tp);
     if (!tp.verbose.empty())
-        for (const std::string &n : tp.notes) tp.verbose += "; " + n;
+        for (const std::string &n : tp.notes) tp.verbose.append("; ").append(n);
     return tp;
 }
 
