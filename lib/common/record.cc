@@ -1,8 +1,6 @@
 // DIST_BIND_SET (record.hh).
 #include "record.hh"
 
-#include <algorithm>
-
 #include "env_index.hh"
 #include "text.hh"
 
@@ -27,21 +25,9 @@ bool name_ok(std::string_view n) {
 
 }  // namespace
 
-// ",NAME:" (no comma first) and the tail, in one append.
 void RecordWriter::item(std::string_view name, std::string_view tail) {
-    char buf[160];
-    const bool comma = !out_.empty();
-    if (name.size() + tail.size() + 2 > sizeof buf) {  // no name dist-bind sets is this long
-        if (comma) out_ += ',';
-        out_.append(name).append(1, ':').append(tail);
-        return;
-    }
-    char *p = buf;
-    if (comma) *p++ = ',';
-    p = std::copy(name.begin(), name.end(), p);
-    *p++ = ':';
-    p = std::copy(tail.begin(), tail.end(), p);
-    out_.append(buf, static_cast<size_t>(p - buf));
+    if (!out_.empty()) out_ += ',';
+    out_.append(name).append(1, ':').append(tail);
 }
 
 void RecordWriter::set(std::string_view name, std::string_view value) {

@@ -162,22 +162,30 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
     np.node_env = std::move(out);
 }
 
-void TaskPlan::put(const TaskEnv &task, std::string_view name, std::string value) {
-    // The node's variables follow the order the plan sets them in: the next
-    // few not found yet are where NAME would be (as drop_node_writes walks).
-    if (const NodeEnv *ne = task.node) {
-        size_t &j = node_cursor;
-        while (j < ne->nsets && node_seen[j]) j++;
-        for (size_t t = j; t < ne->nsets && t < j + 4; t++) {
-            const NodeVar &v = ne->vars[t];
-            if (ne->name(v) != name) continue;
-            node_seen[t] = true;
+namespace {
+
+// The node's variables in [j, end) follow the order the plan lists them in:
+// NAME is among the next few not found yet.  Its position, marked found
+// with `j` past it, or `end`.
+size_t find_next(const NodeEnv &ne, std::bitset<kMaxNodeVars> &seen, size_t &j, size_t end, std::string_view name) {
+    while (j < end && seen[j]) j++;
+    for (size_t t = j; t < end && t < j + 4; t++)
+        if (ne.name(ne.vars[t]) == name) {
+            seen[t] = true;
             j = t + 1;
-            if (task.intact[t] && ne->value(v) == value) {
-                planned.push_back({true, static_cast<uint32_t>(t)});
-                return;
-            }
-            break;
+            return t;
+        }
+    return end;
+}
+
+}  // namespace
+
+void TaskPlan::put(const TaskEnv &task, std::string_view name, std::string value) {
+    if (const NodeEnv *ne = task.node) {
+        const size_t t = find_next(*ne, node_seen, node_cursor, ne->nsets, name);
+        if (t < ne->nsets && task.intact[t] && ne->value(ne->vars[t]) == value) {
+            planned.push_back({true, static_cast<uint32_t>(t)});
+            return;
         }
     }
     planned.push_back({false, static_cast<uint32_t>(set.size())});
@@ -223,15 +231,8 @@ void drop_node_writes(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     auto walk = [&](auto &list, size_t j, size_t end, auto name_of, auto same) {
         size_t keep = 0;
         for (size_t i = 0; i < list.size(); i++) {
-            bool drop = false;
-            while (j < end && seen[j]) j++;
-            for (size_t t = j; t < end && t < j + 4; t++)
-                if (name_of(list[i]) == ne->name(ne->vars[t])) {
-                    seen[t] = true;
-                    drop = task.intact[t] && same(list[i], ne->vars[t]);
-                    j = t + 1;
-                    break;
-                }
+            const size_t t = find_next(*ne, seen, j, end, name_of(list[i]));
+            const bool drop = t < end && task.intact[t] && same(list[i], ne->vars[t]);
             if (!drop) {
                 if (keep != i) list[keep] = std::move(list[i]);
                 keep++;

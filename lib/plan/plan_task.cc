@@ -432,7 +432,10 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
                         "replace them");
     {
         // Every variable the plan sets, the node's too, then what it unsets.
-        RecordWriter record(tp.planned.size() * 28 + tp.unset.size() * 24);
+        size_t size = 0;  // ",NAME:HASH" and ",NAME:-"
+        for (const TaskPlan::Planned p : tp.planned) size += tp.name(task, p).size() + 10;
+        for (const std::string &n : tp.unset) size += n.size() + 3;
+        RecordWriter record(size);
         for (const TaskPlan::Planned p : tp.planned) record.set(tp.name(task, p), tp.value(task, p));
         for (const std::string &n : tp.unset) record.unset(n);
         tp.put(task, DB_SET_RECORD, record.take());

@@ -111,9 +111,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < db_task_plan_count(tp); i++) {
             const char *name = db_task_plan_name(tp, i);
             FUZZ_CHECK(env_name(name), "variable name \"%s\"", name ? name : "(null)");
+            apply(env, name, db_task_plan_value(tp, i));
         }
-        for (size_t i = 0; i < db_task_plan_count(tp); i++)
-            apply(env, db_task_plan_name(tp, i), db_task_plan_value(tp, i));
         db_task_plan_free(tp);
         std::sort(env.begin(), env.end());
         return env;
