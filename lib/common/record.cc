@@ -23,10 +23,32 @@ bool name_ok(std::string_view n) {
     return true;
 }
 
+constexpr const char *kExpected = ": expected RANK,LOCAL_RANK,WORLD_SIZE;NAME:HASH,... (set by srun --dist-bind)";
+constexpr uint64_t kMaxPlace = uint64_t(1) << 24;  // libdistbind's largest world
+
+// The place and the items of `rec`.
+std::pair<RecordPlace, std::string_view> split_record(std::string_view rec) {
+    RecordPlace p;
+    const size_t semi = rec.find(';');
+    const std::vector<std::string_view> f = split(rec.substr(0, semi), ',');
+    if (semi == std::string_view::npos || f.size() != 3 || !parse_uint(f[0], kMaxPlace, p.rank) ||
+        !parse_uint(f[1], kMaxPlace, p.local_rank) || !parse_uint(f[2], kMaxPlace, p.world) || p.world == 0 ||
+        p.rank >= p.world || p.local_rank >= p.world)
+        throw Error(quoted(DB_SET_RECORD, rec) + kExpected);
+    return {p, rec.substr(semi + 1)};
+}
+
 }  // namespace
 
+RecordWriter::RecordWriter(const RecordPlace &place, size_t reserve) {
+    out_.reserve(reserve + 24);
+    out_.append(std::to_string(place.rank)).append(1, ',').append(std::to_string(place.local_rank));
+    out_.append(1, ',').append(std::to_string(place.world)).append(1, ';');
+    head_ = out_.size();
+}
+
 void RecordWriter::item(std::string_view name, std::string_view tail) {
-    if (!out_.empty()) out_ += ',';
+    if (out_.size() > head_) out_ += ',';
     out_.append(name).append(1, ':').append(tail);
 }
 
@@ -38,13 +60,17 @@ void RecordWriter::set(std::string_view name, std::string_view value) {
 
 void RecordWriter::unset(std::string_view name) { item(name, "-"); }
 
+RecordPlace record_place(const char *record) { return split_record(record).first; }
+
 std::vector<std::string> record_mismatches(const char *record, const char *const *env) {
     std::vector<std::string> out;
     if (!record) return out;
     const std::string rec(record);
     if (rec.size() > 16384) throw Error(quoted(DB_SET_RECORD, rec) + ": too long");
+    const std::string_view items = split_record(rec).second;
+    if (items.empty()) return out;
     const EnvIndex index(env);
-    for (std::string_view item : split(rec, ',')) {
+    for (std::string_view item : split(items, ',')) {
         const size_t colon = item.find(':');
         const std::string_view name = item.substr(0, colon == std::string_view::npos ? 0 : colon);
         const std::string_view hash = colon == std::string_view::npos ? "" : item.substr(colon + 1);

@@ -152,29 +152,12 @@ constexpr const char *kContainerWatched[] = {"RANK",        "WORLD_SIZE",     "L
 
 // What dist-bind sets in a task; with DB_STEP_MARK naming another step,
 // these came from an enclosing step and are dropped where not set anew.
-constexpr const char *kOwnVars[] = {"RANK",
-                                    "WORLD_SIZE",
-                                    "LOCAL_RANK",
-                                    "LOCAL_WORLD_SIZE",
-                                    "NODE_RANK",
-                                    "GROUP_RANK",
-                                    "GROUP_WORLD_SIZE",
-                                    "DIST_BIND_MODE",
-                                    "DIST_BIND_DEVICE",
-                                    "DIST_BIND_GPUS",
-                                    "DIST_BIND_NUMA",
-                                    "DIST_BIND_NICS",
-                                    "HIP_VISIBLE_DEVICES",
-                                    DB_STEP_MARK,
-                                    DB_MASTER_MARK,
-                                    "DIST_BIND_TASK",
-                                    "PET_NNODES",
-                                    "PET_NODE_RANK",
-                                    "PET_MASTER_ADDR",
-                                    "PET_MASTER_PORT",
-                                    "PET_RDZV_ENDPOINT",
-                                    "PET_RDZV_ID",
-                                    DB_SET_RECORD};
+constexpr const char *kOwnVars[] = {
+    "RANK",           "WORLD_SIZE",       "LOCAL_RANK",          "LOCAL_WORLD_SIZE", "NODE_RANK",
+    "GROUP_RANK",     "GROUP_WORLD_SIZE", "DIST_BIND_MODE",      "DIST_BIND_DEVICE", "DIST_BIND_GPUS",
+    "DIST_BIND_NUMA", "DIST_BIND_NICS",   "HIP_VISIBLE_DEVICES", DB_STEP_MARK,       DB_MASTER_MARK,
+    "PET_NNODES",     "PET_NODE_RANK",    "PET_MASTER_ADDR",     "PET_MASTER_PORT",  "PET_RDZV_ENDPOINT",
+    "PET_RDZV_ID",    DB_SET_RECORD};
 
 // One task as the task plan reads it (task_init): its ranks and its
 // environment, indexed once, and what that environment says about a

@@ -62,10 +62,14 @@ bool gpu_bind_none(const char *tres_bind) {
     return false;
 }
 
-// Unset what an enclosing step's dist-bind set and this plan does not set.
-void drop_inherited(const TaskEnv &task, TaskPlan &tp) {
+// Unset what an enclosing step's dist-bind set and this plan does not set;
+// `record_follows`: the plan writes its record after this (an active plan
+// does, and its record replaces the enclosing step's).
+void drop_inherited(const TaskEnv &task, TaskPlan &tp, bool record_follows) {
     if (!task.inherited) return;
-    auto is_set = [&](std::string_view name) { return tp.plans(task, name); };
+    auto is_set = [&](std::string_view name) {
+        return (record_follows && name == DB_SET_RECORD) || tp.plans(task, name);
+    };
     const auto master = inherited_master(task.env.get(DB_MASTER_MARK));
     for (const char *name : kOwnVars)
         if (task.env.get(name) && !is_set(name)) tp.unset.emplace_back(name);
@@ -331,11 +335,6 @@ void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     shared_rank_vars(np, true, set);
     for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
         if (task.env.get(hint)) tp.unset.emplace_back(hint);
-    // The place these values are for: a launcher that re-ranks its workers
-    // (torchrun) leaves them behind, and libdistbind then knows its
-    // DIST_BIND_DEVICE is the launcher's.
-    set("DIST_BIND_TASK",
-        std::to_string(task.global_rank) + "," + std::to_string(task.local_rank) + "," + std::to_string(np.ntasks));
     // torchrun reads its flags and their PET_<FLAG> defaults only; one srun
     // task is one of its agents ("nodes").  Defaults: a flag the user types
     // wins (the endpoint follows a typed master), so does a PET_ value
@@ -399,7 +398,7 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
     // one allocation rather than a copy at every doubling.
     tp.set.reserve(72);
     if (!np.active) {
-        if (np.clean_inherited) drop_inherited(task, tp);
+        if (np.clean_inherited) drop_inherited(task, tp, false);
         return tp;
     }
     if (task.local_rank >= np.local_ntasks || task.global_rank >= np.ntasks)
@@ -425,17 +424,19 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
         g.plan();
         gpus = g.gpus_shown, visible = g.visible_shown, device = g.device_shown;
     }
-    drop_inherited(task, tp);
+    drop_inherited(task, tp, true);
     if (std::string changed = changed_before(np, task); !changed.empty())
         notes.push_back("a plugin that ran before dist-bind in task_init changed " + changed +
                         " (a container plugin such as pyxis copying the image's environment): dist-bind's values "
                         "replace them");
     {
-        // Every variable the plan sets, the node's too, then what it unsets.
+        // The place these values are for (a launcher that re-ranks its
+        // workers, torchrun, leaves it behind), every variable the plan
+        // sets, the node's too, then what it unsets.
         size_t size = 0;  // ",NAME:HASH" and ",NAME:-"
         for (const TaskPlan::Planned p : tp.planned) size += tp.name(task, p).size() + 10;
         for (const std::string &n : tp.unset) size += n.size() + 3;
-        RecordWriter record(size);
+        RecordWriter record({task.global_rank, task.local_rank, np.ntasks}, size);
         for (const TaskPlan::Planned p : tp.planned) record.set(tp.name(task, p), tp.value(task, p));
         for (const std::string &n : tp.unset) record.unset(n);
         tp.put(task, DB_SET_RECORD, record.take());

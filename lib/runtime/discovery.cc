@@ -11,6 +11,7 @@
 
 #include "bootstrap/choose.hh"
 #include "core/rt.hh"
+#include "record.hh"
 #include "text.hh"
 
 namespace db::rt {
@@ -57,21 +58,27 @@ void check_place(const Identity &id, const char *rank, const char *world, const 
     if (id.node_rank >= id.world) inconsistent(show(node, id.node_rank) + " is not below " + show(world, id.world));
 }
 
-// The plugin's DIST_BIND_TASK names the place it computed its values for
-// ("RANK,LOCAL_RANK,WORLD_SIZE").  A launcher that starts the real workers
-// itself (torchrun) gives them other ranks and leaves the plugin's
-// NODE_RANK and DIST_BIND_DEVICE behind: those are the launcher's.
+// The plugin's record (DIST_BIND_SET) opens with the place it computed its
+// values for.  A launcher that starts the real workers itself (torchrun)
+// gives them other ranks and leaves the plugin's NODE_RANK and
+// DIST_BIND_DEVICE behind: those are the launcher's.
 bool relaunched(const Env &env, const Identity &id) {
-    const char *v = env.get("DIST_BIND_TASK");
+    const char *v = env.get(DB_SET_RECORD);
     if (!v) return false;
-    const std::vector<std::string_view> f = split(v, ',');
-    uint64_t n[3];
-    if (f.size() != 3 || !parse_uint(f[0], kMaxWorld, n[0]) || !parse_uint(f[1], kMaxWorld, n[1]) ||
-        !parse_uint(f[2], kMaxWorld, n[2]))
-        fail(DISTBIND_ERR_ENV,
-             quoted("DIST_BIND_TASK", v) + ": expected RANK,LOCAL_RANK,WORLD_SIZE (set by srun --dist-bind)");
-    return n[0] != static_cast<uint64_t>(id.rank) || n[1] != static_cast<uint64_t>(id.local_rank) ||
-           n[2] != static_cast<uint64_t>(id.world);
+    db::RecordPlace p;
+    try {
+        p = db::record_place(v);
+    } catch (const db::Error &e) {
+        fail(DISTBIND_ERR_ENV, e.what());
+    }
+    return p.rank != static_cast<uint64_t>(id.rank) || p.local_rank != static_cast<uint64_t>(id.local_rank) ||
+           p.world != static_cast<uint64_t>(id.world);
+}
+
+// "RANK,LOCAL_RANK,WORLD_SIZE" as the record says the plugin set them.
+std::string place_set(const Env &env) {
+    const std::string_view rec = env.get(DB_SET_RECORD) ? env.get(DB_SET_RECORD) : "";
+    return std::string(rec.substr(0, rec.find(';')));
 }
 
 void from_plugin(const Env &env, Identity &id) {
@@ -152,9 +159,10 @@ void choose_device(const Env &env, Identity &id) {
                                           " per srun task (torchrun --nproc-per-node=" + std::to_string(n) +
                                           "), or give each task more GPUs (--gpus-per-node, --gpus-per-task)");
         id.device = first + id.local_rank;
-        id.device_from = std::string(dev ? "DIST_BIND_DEVICE+LOCAL_RANK" : "LOCAL_RANK") +
-                         " (a launcher re-ranked this process: " + quoted("DIST_BIND_TASK", env.get("DIST_BIND_TASK")) +
-                         ")";
+        id.device_from =
+            std::string(dev ? "DIST_BIND_DEVICE+LOCAL_RANK" : "LOCAL_RANK") +
+            " (a launcher re-ranked this process: srun --dist-bind set RANK,LOCAL_RANK,WORLD_SIZE=" + place_set(env) +
+            ")";
     } else if (const char *v = dev) {
         id.device = Reader::number("DIST_BIND_DEVICE", v, 65535);
         id.device_from = "DIST_BIND_DEVICE";

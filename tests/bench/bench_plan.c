@@ -148,11 +148,11 @@ static void make_step_env(struct env *e, int het) {
         "DIST_BIND_SECRET=3f9a0c2d5e8b71f4a6c39d0e2b5f8a1c7d4e9b0a3c6f2e5d8b1a4c7f0e3d6b9a",
         /* what dist-bind set in the enclosing step 123456.0 (one
          * task, closest: its NUMA and NICs are dropped) */
-        "DIST_BIND_STEP=123456.0", "DIST_BIND_MASTER=gpu001:29400", "DIST_BIND_MODE=closest", "DIST_BIND_TASK=0,0,1",
-        "DIST_BIND_DEVICE=0", "DIST_BIND_GPUS=0", "DIST_BIND_NUMA=0", "DIST_BIND_NICS=mlx5_0", "RANK=0", "WORLD_SIZE=1",
-        "LOCAL_RANK=0", "MASTER_ADDR=gpu001", "MASTER_PORT=29400", "PET_NNODES=1", "APPTAINERENV_RANK=0",
-        "APPTAINERENV_DIST_BIND_STEP=123456.0", "APPTAINERENV_MASTER_ADDR=gpu001", "APPTAINERENV_DIST_BIND_NUMA=0",
-        NULL};
+        "DIST_BIND_STEP=123456.0", "DIST_BIND_MASTER=gpu001:29400", "DIST_BIND_MODE=closest",
+        "DIST_BIND_SET=0,0,1;RANK:340ca71c", "DIST_BIND_DEVICE=0", "DIST_BIND_GPUS=0", "DIST_BIND_NUMA=0",
+        "DIST_BIND_NICS=mlx5_0", "RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", "MASTER_ADDR=gpu001", "MASTER_PORT=29400",
+        "PET_NNODES=1", "APPTAINERENV_RANK=0", "APPTAINERENV_DIST_BIND_STEP=123456.0",
+        "APPTAINERENV_MASTER_ADDR=gpu001", "APPTAINERENV_DIST_BIND_NUMA=0", NULL};
     /* A heterogeneous step's: its whole size, the leader's job id, the first
      * component's nodes; this node runs the second component (ranks 8-15). */
     static const char *const het_step[] = {"SLURM_STEP_NODELIST=gpu[001-002]",

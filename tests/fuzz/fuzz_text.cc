@@ -2,13 +2,16 @@
 // (lib/common/text.cc): Slurm hostlists, tasks-per-node lists, GPU lists,
 // port lists, numbers.  The first byte picks one; the rest is its input.
 // Every input is also an environment, one entry a line, for the index the
-// plan reads environments through (lib/common/env_index.cc).
+// plan reads environments through (lib/common/env_index.cc), and a record
+// (DIST_BIND_SET, lib/common/record.cc) that libdistbind reads from the
+// program's environment.
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "env_index.hh"
 #include "fuzz.hh"
+#include "record.hh"
 #include "text.hh"
 
 namespace {
@@ -136,6 +139,47 @@ void env_lookups(const std::string &s) {
     env_puts(lines, env);
 }
 
+// A record is read or refused with one error naming it; what it names as
+// changed is a name it holds.  What RecordWriter writes for the lines it
+// was given reads back: its place, and nothing changed.
+void record(const std::string &s, uint32_t arg) {
+    std::vector<std::string> lines;
+    for (std::string_view line : db::split(s, '\n')) lines.emplace_back(line.substr(0, line.find('\0')));
+    std::vector<const char *> env;
+    for (const std::string &l : lines) env.push_back(l.c_str());
+    env.push_back(nullptr);
+    const std::string rec = s.substr(0, s.find('\0'));
+    try {
+        const db::RecordPlace p = db::record_place(rec.c_str());
+        FUZZ_CHECK(p.world >= 1 && p.rank < p.world && p.local_rank < p.world, "place %s", rec.c_str());
+        for (const std::string &n : db::record_mismatches(rec.c_str(), env.data()))
+            FUZZ_CHECK(rec.find(n + ":") != std::string::npos, "%s is not in %s", n.c_str(), rec.c_str());
+    } catch (const db::Error &e) {
+        FUZZ_CHECK(std::strncmp(e.what(), "DIST_BIND_SET=\"", 15) == 0, "message %s", e.what());
+    }
+    const db::RecordPlace want{arg % 7, arg % 5, 7 + arg % 9};
+    db::RecordWriter w(want, 0);
+    std::vector<std::string> seen;
+    for (const std::string &l : lines) {
+        const size_t eq = l.find('=');
+        if (eq == 0 || eq == std::string::npos || eq > 128) continue;
+        const std::string name = l.substr(0, eq);
+        if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                std::string::npos ||
+            db::env_get(env.data(), name) != l.c_str() + eq + 1)
+            continue;  // not a name, or a later entry of its name
+        w.set(name, l.substr(eq + 1));
+    }
+    const std::string out = w.take();
+    const db::RecordPlace got = db::record_place(out.c_str());
+    FUZZ_CHECK(got.rank == want.rank && got.local_rank == want.local_rank && got.world == want.world, "place of %s",
+               out.c_str());
+    if (out.size() <= 16384) {
+        const std::vector<std::string> changed = db::record_mismatches(out.c_str(), env.data());
+        FUZZ_CHECK(changed.empty(), "%s changed in %s", changed.front().c_str(), out.c_str());
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -150,5 +194,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     default: numbers(s); break;
     }
     env_lookups(s);
+    record(s, arg);
     return 0;
 }

@@ -87,7 +87,9 @@ with Lab() as lab:
 
     print("-- srun inside a task (srun --pty bash, then srun): inherited values are not the user's")
     inner = ("srun --overlap -N2 -n2 --dist-bind %(p)s | sed s/^/INNER1/; "
-             "srun --overlap -N2 -n2 %(p)s | sed s/^/INNER2/") % {"p": PROBE}
+             "srun --overlap -N2 -n2 %(p)s | sed s/^/INNER2/; "
+             "srun --overlap -N2 -n2 --dist-bind bash -c 'echo \"$SLURM_PROCID ${DIST_BIND_SET%%;*}\"' "
+             "| sed s/^/INNER3/") % {"p": PROBE}
     r = lab.run(["salloc", "-N2", "-n5", "srun", "-N1", "-n1", "-w", "node2", "--dist-bind=port=24001",
                  "bash", "-c", inner], timeout=120)
     rows = {}
@@ -100,6 +102,11 @@ with Lab() as lab:
         t.eq((row["MASTER_ADDR"], row["RANK"], row["WORLD_SIZE"]), ("node1", row["SLURM_PROCID"], "2"),
              "inner step with --dist-bind: its own MASTER_ADDR and ranks, not the outer step's")
         t.ok(row["MASTER_PORT"] != "24001", "inner step: its own MASTER_PORT, not the outer %s" % row["MASTER_PORT"])
+    # The record (DIST_BIND_SET) is the inner step's, from its place on:
+    # never the outer step's, never dropped as the outer step's.
+    records = sorted(line[6:].split(" ", 1) for line in r.stdout.splitlines() if line.startswith("INNER3"))
+    t.eq(records, [["0", "0,0,2"], ["1", "1,0,2"]],
+         "inner step with --dist-bind: its own record, opening with RANK,LOCAL_RANK,WORLD_SIZE")
     for row in rows.get("INNER2", []):
         t.eq((row["RANK"], row["MASTER_ADDR"], row["MASTER_PORT"], row["DIST_BIND_MODE"]), (None, None, None, None),
              "inner step without --dist-bind: nothing left over from the outer step")

@@ -147,7 +147,7 @@ with Lab() as lab:
 
     # torchrun's defaults, as the agents see them.
     r = lab.srun(job + " --dist-bind", ["bash", "-c", 'echo "PET $RANK $PET_NNODES $PET_NODE_RANK $PET_MASTER_ADDR '
-                                         '$PET_MASTER_PORT $PET_RDZV_ENDPOINT $PET_RDZV_ID $DIST_BIND_TASK '
+                                         '$PET_MASTER_PORT $PET_RDZV_ENDPOINT $PET_RDZV_ID ${DIST_BIND_SET%%;*} '
                                          '$MASTER_ADDR:$MASTER_PORT ${SLURM_JOB_ID}.${SLURM_STEP_ID}"'])
     pet = sorted(l.split()[1:] for l in r.stdout.splitlines() if l.startswith("PET "))
     t.eq(len(pet), 2, "two agents report torchrun's defaults")
@@ -158,7 +158,7 @@ with Lab() as lab:
              % rank)
         t.eq(p[5], master, "agent %s: PET_RDZV_ENDPOINT = MASTER_ADDR:MASTER_PORT" % rank)
         t.eq(p[6], p[9], "agent %s: PET_RDZV_ID = JOB.STEP" % rank)
-        t.eq(p[7], "%s,0,2" % rank, "agent %s: DIST_BIND_TASK = RANK,LOCAL_RANK,WORLD_SIZE" % rank)
+        t.eq(p[7], "%s,0,2" % rank, "agent %s: DIST_BIND_SET opens with RANK,LOCAL_RANK,WORLD_SIZE" % rank)
     t.eq(pet[0][3] if pet else None, "node1", "PET_MASTER_ADDR is rank 0's host")
 
     one_per_node = {int(r): alloc[base[r]["SLURMD_NODENAME"]] for r in base}

@@ -6,7 +6,7 @@
 // end, 2 a GPU status that is none, 3 a rank that is not its place; 4 a
 // GPU UUID of its own, 5 one GPU UUID for all; 6 before the row is made: a
 // worker a launcher re-ranked under an srun --dist-bind task, torchrun-like:
-// DIST_BIND_TASK names the agent's place, SLURM_PROCID is the agent's;
+// DIST_BIND_SET opens with the agent's place, SLURM_PROCID is the agent's;
 // 7 variables changed after dist-bind).
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +42,8 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         }
         if (relaunched) {
             env.push_back("DIST_BIND_MODE=rank");
-            env.push_back("DIST_BIND_TASK=5,0,9");
-            setenv("DIST_BIND_TASK", "5,0,9", 1);
+            env.push_back("DIST_BIND_SET=5,0,9;");
+            setenv("DIST_BIND_SET", "5,0,9;", 1);
             setenv("SLURM_PROCID", "5", 1);
             setenv("SLURM_LOCALID", "0", 1);
         }
@@ -55,7 +55,7 @@ extern "C" int dbcheck_test_rows(int n, const char *const *visible, const char *
         dbcheck::Row r = dbcheck::my_row(db);
         distbind_destroy(db);
         if (relaunched)
-            for (const char *name : {"DIST_BIND_TASK", "SLURM_PROCID", "SLURM_LOCALID"}) unsetenv(name);
+            for (const char *name : {"DIST_BIND_SET", "SLURM_PROCID", "SLURM_LOCALID"}) unsetenv(name);
         if (gpu_count && gpu_count[i] >= 0) {
             r.gpu_count = gpu_count[i];
             r.gpu_status = gpu_count[i] ? DISTBIND_OK : DISTBIND_ERR_NO_GPU;

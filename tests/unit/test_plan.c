@@ -695,10 +695,10 @@ static const struct row rows[] = {
      TASK("1") "|RANK=9|MASTER_PORT=5", "!", NULL, NULL},
     /* --- launchers, one task per node (-N2 --ntasks-per-node=1 --gpus-per-node=3):
      *     the node's only task owns all its GPUs in every mode; torchrun's PET_*
-     *     defaults, and the place they were set for (DIST_BIND_TASK) ---------- */
+     *     defaults (the place they were set for opens DIST_BIND_SET: set_record) ---- */
     {"torchrun agent, rank", "port=23456", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
      RANKVARS("1", "2", "0", "1", "1", "2") "|CUDA_VISIBLE_DEVICES=0,1,2|-DIST_BIND_DEVICE|DIST_BIND_GPUS=0,1,2|"
-                                            "DIST_BIND_TASK=1,0,2|PET_NNODES=2|PET_NODE_RANK=1|PET_MASTER_ADDR=node1|"
+                                            "-DIST_BIND_TASK|PET_NNODES=2|PET_NODE_RANK=1|PET_MASTER_ADDR=node1|"
                                             "PET_MASTER_PORT=23456|PET_RDZV_ENDPOINT=node1:23456|PET_RDZV_ID=7.0",
      NULL, NULL},
     {"torchrun agent, isolate", "isolate", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2"),
@@ -711,8 +711,7 @@ static const struct row rows[] = {
      STEP2("1,1") "|SLURM_STEP_GPUS=1,2,3|CUDA_VISIBLE_DEVICES=1,2,3", 0, 0, "",
      "CUDA_VISIBLE_DEVICES=1,2,3|-DIST_BIND_DEVICE|DIST_BIND_GPUS=1,2,3|PET_NODE_RANK=0", NULL, NULL},
     {"torchrun: second agent of a node (-n3 over two nodes)", "", "", 7, 0, 2, 0, 3, 2, STEP2("2,1") GPUS("0,1,2,3"), 1,
-     1, TASK("2,3"), "DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3|DIST_BIND_TASK=1,1,3|PET_NNODES=3|PET_NODE_RANK=1", NULL,
-     NULL},
+     1, TASK("2,3"), "DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3|-DIST_BIND_TASK|PET_NNODES=3|PET_NODE_RANK=1", NULL, NULL},
     {"torchrun: PET_ values exported before srun win", "", "", 7, 0, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1, 0,
      TASK("0,1,2") "|PET_NNODES=1:4|PET_RDZV_ENDPOINT=", "-PET_NNODES|-PET_RDZV_ENDPOINT|PET_NODE_RANK=1", NULL, NULL},
 /* The program's argv (S_JOB_ARGV): a master typed on torchrun's command line makes
@@ -742,9 +741,9 @@ static const struct row rows[] = {
     {"nested: an enclosing step's PET_ values replaced", "port=23456", "", 7, 1, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"),
      1, 0, TASK("0,1,2") "|DIST_BIND_STEP=7.0|PET_NNODES=5|PET_RDZV_ID=7.0|PET_RDZV_ENDPOINT=node2:1",
      "PET_NNODES=2|PET_RDZV_ID=7.1|PET_RDZV_ENDPOINT=node1:23456", NULL, NULL},
-    {"nested, mode off: PET_ values and DIST_BIND_TASK dropped", "off", "", 7, 1, 2, 1, 2, 1,
-     STEP2("1,1") GPUS("0,1,2"), 1, 0, TASK("0,1,2") "|DIST_BIND_STEP=7.0|PET_NNODES=5|DIST_BIND_TASK=1,0,5",
-     "~PET_NNODES|~DIST_BIND_TASK|-PET_NODE_RANK", NULL, NULL},
+    {"nested, mode off: PET_ values and the record dropped", "off", "", 7, 1, 2, 1, 2, 1, STEP2("1,1") GPUS("0,1,2"), 1,
+     0, TASK("0,1,2") "|DIST_BIND_STEP=7.0|PET_NNODES=5|DIST_BIND_SET=1,0,5;RANK:-",
+     "~PET_NNODES|~DIST_BIND_SET|-PET_NODE_RANK", NULL, NULL},
     {"user MASTER_PORT garbage", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=http", 0, 0, TASK("0"), NULL,
      "MASTER_PORT=\"http\"&expected a port 1..65535", NULL},
     {"user MASTER_PORT too big", "", "", 7, 0, 2, 0, 5, 3, SEED_N1 "|MASTER_PORT=70000", 0, 0, TASK("0"), NULL,
@@ -916,11 +915,11 @@ END_TEST
     "APPTAINERENV_CUDA_VISIBLE_DEVICES|APPTAINERENV_ROCR_VISIBLE_DEVICES|APPTAINERENV_GPU_DEVICE_ORDINAL|"            \
     "APPTAINERENV_HIP_VISIBLE_DEVICES|APPTAINERENV_CUDA_DEVICE_ORDER|APPTAINERENV_DIST_BIND_SECRET"
 #define NODE_UNSETS "~" DB_RANK0_HINT "|~" DB_NODE_RANKS_HINT "|~" DB_DEVICES_HINT
-/* Each task's own: 10 variables and 7 twins (Slurm's lists' twins are the node's). */
-#define TASK_VARS                                                                                                \
-    "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|" \
-    "DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"                   \
-    "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"                      \
+/* Each task's own: 9 variables and 6 twins (Slurm's lists' twins are the node's). */
+#define TASK_VARS                                                                                 \
+    "RANK|LOCAL_RANK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|" \
+    "DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"    \
+    "APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"                                   \
     "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET"
 
 static const struct hoist_row {
@@ -936,24 +935,24 @@ static const struct hoist_row {
     const char *verbose;
 } hoist_rows[] = {
     {"seed, rank 1 on node1", "rank,verbose", 0, 3, 1, 1, FULL("0,1,2"), TASK("1"), "", 41,
-     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17, TASK_VARS, "rank=1/5 host=node1 local_rank=1/3"},
+     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 15, TASK_VARS, "rank=1/5 host=node1 local_rank=1/3"},
     {"seed, rank 4 on node2", "rank,verbose", 1, 2, 4, 1, FULL("0,1"), TASK("1"), "", 41,
-     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17, TASK_VARS, "rank=4/5 host=node2 local_rank=1/2"},
+     NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 15, TASK_VARS, "rank=4/5 host=node2 local_rank=1/2"},
     /* pyxis before dist-bind copied an image's WORLD_SIZE and MASTER_PORT over the
      * task's: those two again (dist-bind's values win), said once. */
     {"a container plugin changed two of the node's", "rank,verbose", 0, 3, 2, 2, FULL("0,1,2"), TASK("2"),
-     "WORLD_SIZE=1|MASTER_PORT=61234", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 19,
-     "RANK|LOCAL_RANK|WORLD_SIZE|MASTER_PORT|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|"
+     "WORLD_SIZE=1|MASTER_PORT=61234", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17,
+     "RANK|LOCAL_RANK|WORLD_SIZE|MASTER_PORT|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|"
      "GPU_DEVICE_ORDINAL|DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
-     "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
+     "APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
      "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET",
      "a plugin that ran before dist-bind in task_init changed WORLD_SIZE, MASTER_PORT (a container plugin"},
     /* ... and one that put a hint back and dropped a twin. */
     {"a container plugin undid an unset and a twin", "rank", 0, 3, 0, 0, FULL("0,1,2"), TASK("0"),
-     DB_NODE_RANKS_HINT "=0-1|APPTAINERENV_MASTER_ADDR=", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 19,
-     "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
+     DB_NODE_RANKS_HINT "=0-1|APPTAINERENV_MASTER_ADDR=", 41, NODE_VARS "|" NODE_TWINS "|" NODE_UNSETS, 17,
+     "RANK|LOCAL_RANK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
      "DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
-     "APPTAINERENV_MASTER_ADDR|APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
+     "APPTAINERENV_MASTER_ADDR|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_DIST_BIND_DEVICE|"
      "APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET|~" DB_NODE_RANKS_HINT,
      NULL},
     /* A value the node would write the step held already (the user's MASTER_ADDR):
@@ -962,7 +961,7 @@ static const struct hoist_row {
      "WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_PORT|DIST_BIND_MODE|DIST_BIND_STEP|"
      "DIST_BIND_MASTER|PET_NNODES|PET_MASTER_ADDR|PET_MASTER_PORT|PET_RDZV_ENDPOINT|PET_RDZV_ID|HIP_VISIBLE_DEVICES|"
      "CUDA_DEVICE_ORDER|" NODE_TWINS "|" NODE_UNSETS,
-     17, TASK_VARS, NULL},
+     15, TASK_VARS, NULL},
     /* isolate: each task's lists differ, so do their twins (and HIP_VISIBLE_DEVICES). */
     {"seed, isolate", "isolate", 0, 3, 1, 1, FULL("0,1,2"), TASK("1"), "", 36,
      "WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|DIST_BIND_MODE|"
@@ -972,10 +971,10 @@ static const struct hoist_row {
      "APPTAINERENV_DIST_BIND_MODE|APPTAINERENV_DIST_BIND_STEP|APPTAINERENV_DIST_BIND_MASTER|APPTAINERENV_PET_NNODES|"
      "APPTAINERENV_PET_MASTER_ADDR|APPTAINERENV_PET_MASTER_PORT|APPTAINERENV_PET_RDZV_ENDPOINT|"
      "APPTAINERENV_PET_RDZV_ID|APPTAINERENV_CUDA_DEVICE_ORDER|APPTAINERENV_DIST_BIND_SECRET|" NODE_UNSETS,
-     22,
-     "RANK|LOCAL_RANK|DIST_BIND_TASK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
+     20,
+     "RANK|LOCAL_RANK|PET_NODE_RANK|CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|"
      "HIP_VISIBLE_DEVICES|DIST_BIND_DEVICE|DIST_BIND_GPUS|DIST_BIND_SET|APPTAINERENV_RANK|APPTAINERENV_LOCAL_RANK|"
-     "APPTAINERENV_DIST_BIND_TASK|APPTAINERENV_PET_NODE_RANK|APPTAINERENV_CUDA_VISIBLE_DEVICES|"
+     "APPTAINERENV_PET_NODE_RANK|APPTAINERENV_CUDA_VISIBLE_DEVICES|"
      "APPTAINERENV_ROCR_VISIBLE_DEVICES|APPTAINERENV_GPU_DEVICE_ORDINAL|APPTAINERENV_HIP_VISIBLE_DEVICES|"
      "APPTAINERENV_DIST_BIND_DEVICE|APPTAINERENV_DIST_BIND_GPUS|APPTAINERENV_DIST_BIND_SET",
      NULL},
@@ -1043,6 +1042,11 @@ START_TEST(hoisted) {
                                            err, sizeof err) == 0);
         ck_assert_msg(strcmp(out, "") == 0, "%s: the record disagrees on %s", r->name, out);
         ck_assert_msg(strstr(pv_get(task, "DIST_BIND_SET"), "WORLD_SIZE:") != NULL, "%s: the record", r->name);
+        /* It opens with the place: RANK,LOCAL_RANK,WORLD_SIZE. */
+        char place[32];
+        snprintf(place, sizeof place, "%u,%u,5;RANK:", r->rank, r->local);
+        ck_assert_msg(strncmp(pv_get(task, "DIST_BIND_SET"), place, strlen(place)) == 0, "%s: the record's place: %s",
+                      r->name, pv_get(task, "DIST_BIND_SET"));
     }
     db_task_plan_free(tp);
     db_node_plan_free(np);
@@ -1117,6 +1121,38 @@ START_TEST(node_wide_errors) {
 }
 END_TEST
 
+/* A nested step (srun --dist-bind inside a task of another): the enclosing
+ * step's record is replaced by this step's, never unset after it (the
+ * record is how a launcher's re-ranked workers are told apart). */
+START_TEST(nested_record) {
+#define ENCLOSING "|DIST_BIND_STEP=7.0|DIST_BIND_SET=0,0,1;RANK:340ca71c|APPTAINERENV_DIST_BIND_SET=0,0,1;"
+    char err[DB_ERRLEN] = "", out[512], **senv = make_env(SEED_N1 ENCLOSING), **tenv = make_env(TASK("1") ENCLOSING);
+#undef ENCLOSING
+    db_config cfg;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    db_node_plan *np = NULL;
+    struct plan_view v;
+    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
+    db_node_input ni = {7, 1, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
+    ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
+    ck_assert_msg(plan_view_new(np, senv, tenv, 1, 1, &v, err, sizeof err) == 0, "%s", err);
+    char **final = plan_view_final(&v);
+    for (const char *name = "DIST_BIND_SET"; name;
+         name = strcmp(name, "DIST_BIND_SET") ? NULL : "APPTAINERENV_DIST_BIND_SET") {
+        const char *rec = pv_get(final, name);
+        ck_assert_msg(rec && strncmp(rec, "1,1,5;", 6) == 0, "%s at exec: %s", name, rec ? rec : "(unset)");
+    }
+    ck_assert(db_set_record_mismatches(pv_get(final, "DIST_BIND_SET"), (const char *const *) final, out, sizeof out,
+                                       err, sizeof err) == 0);
+    ck_assert_msg(strcmp(out, "") == 0, "the record disagrees on %s", out);
+    free_env(final);
+    plan_view_free(&v);
+    db_node_plan_free(np);
+    free_env(senv);
+    free_env(tenv);
+}
+END_TEST
+
 /* DIST_BIND_SET: the program's environment as the task plan left it
  * matches the record; a variable changed or dropped after it is named. */
 START_TEST(set_record) {
@@ -1156,8 +1192,16 @@ START_TEST(set_record) {
     ck_assert(db_set_record_mismatches(record, env, out, sizeof out, err, sizeof err) == 0);
     ck_assert_msg(strcmp(out, "LOCAL_RANK,MASTER_PORT,DIST_BIND_DEVICE") == 0, "got \"%s\"", out);
     /* Names only, in the record's order; a malformed record is one error. */
-    ck_assert(db_set_record_mismatches("RANK=1", env, out, sizeof out, err, sizeof err) == -1);
-    assert_contains_all("malformed record", err, "DIST_BIND_SET=\"RANK=1\"&is not NAME:HASH");
+    ck_assert(db_set_record_mismatches("1,1,5;RANK=1", env, out, sizeof out, err, sizeof err) == -1);
+    assert_contains_all("malformed record", err, "DIST_BIND_SET=\"1,1,5;RANK=1\"&is not NAME:HASH");
+    /* ... and so is one without its place, or a place outside its world. */
+    static const char *const no_place[] = {
+        "RANK:deadbeef", "1,1;RANK:deadbeef", "5,0,5;RANK:deadbeef", "1,x,5;RANK:deadbeef", "0,0,0;", "1,1,5"};
+    for (size_t i = 0; i < sizeof no_place / sizeof *no_place; i++) {
+        ck_assert(db_set_record_mismatches(no_place[i], env, out, sizeof out, err, sizeof err) == -1);
+        assert_contains_all(no_place[i], err, "DIST_BIND_SET=\"&expected RANK,LOCAL_RANK,WORLD_SIZE;NAME:HASH");
+    }
+    ck_assert_msg(strncmp(record, "1,1,5;", 6) == 0, "the record opens with the place: %s", record);
     ck_assert(db_set_record_mismatches(NULL, env, out, sizeof out, err, sizeof err) == 0 && out[0] == '\0');
     plan_view_free(&v);
     db_node_plan_free(np);
@@ -1174,6 +1218,7 @@ int main(void) {
     tcase_add_test(tc, hashed_ports);
     tcase_add_test(tc, node_wide_errors);
     tcase_add_test(tc, set_record);
+    tcase_add_test(tc, nested_record);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -180,8 +180,8 @@ static int c_record(char *why, size_t len) {
     const char *env[] = {"RANK=3", "LOCAL_RANK=1", "CUDA_VISIBLE_DEVICES=1,0", NULL};
     char err[256] = "", out[256];
     return err_or_ok(
-        db_set_record_mismatches("RANK:deadbeef,LOCAL_RANK:0badf00d,CUDA_VISIBLE_DEVICES:12345678,WORLD_SIZE:-", env,
-                                 out, sizeof out, err, sizeof err),
+        db_set_record_mismatches("0,0,2;RANK:deadbeef,LOCAL_RANK:0badf00d,CUDA_VISIBLE_DEVICES:12345678,WORLD_SIZE:-",
+                                 env, out, sizeof out, err, sizeof err),
         err, why, len);
 }
 

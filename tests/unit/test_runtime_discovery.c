@@ -15,7 +15,7 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1:m
 #define SECRET "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
 /* A node's only task, as torchrun's agent: no DIST_BIND_DEVICE (its device
  * is 0); dist-bind 0.1.0 set DIST_BIND_DEVICE=0 there (AGENT_010). */
-#define AGENT "|NODE_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_TASK=1,0,2|DIST_BIND_GPUS=0,1,2"
+#define AGENT "|NODE_RANK=1|DIST_BIND_MODE=rank|DIST_BIND_SET=1,0,2;|DIST_BIND_GPUS=0,1,2"
 #define AGENT_010 AGENT "|DIST_BIND_DEVICE=0"
 #define SLURM "SLURM_PROCID=4|SLURM_LOCALID=1|SLURM_NODEID=1|SLURM_STEP_NUM_TASKS=5|SLURM_STEP_TASKS_PER_NODE=3,2"
 
@@ -35,7 +35,7 @@ static const struct place_row place_rows[] = {
     /* torchrun: the same names, GROUP_RANK only, no plugin. */
     {"RANK=0|WORLD_SIZE=1|LOCAL_RANK=0|LOCAL_WORLD_SIZE=1|GROUP_RANK=0", DISTBIND_OK, 0, 1, 0, 1, 0, 0, "env", NULL},
     /* torchrun's workers under srun --dist-bind: the plugin set the agent up
-     * (DIST_BIND_TASK names its place), torchrun re-ranked the workers.  The
+     * (its record, DIST_BIND_SET, opens with its place), torchrun re-ranked the workers.  The
      * workers' own ranks, GROUP_RANK over the agent's NODE_RANK, and device
      * = the agent's first (DIST_BIND_DEVICE, none: 0) + the worker's
      * LOCAL_RANK. */
@@ -47,16 +47,19 @@ static const struct place_row place_rows[] = {
      NULL},
     /* The second agent of a node (rank mode: its GPUs are devices 2 and 3). */
     {"RANK=3|WORLD_SIZE=6|LOCAL_RANK=1|LOCAL_WORLD_SIZE=2|GROUP_RANK=1|NODE_RANK=0|DIST_BIND_MODE=rank|"
-     "DIST_BIND_TASK=1,1,3|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3",
+     "DIST_BIND_SET=1,1,3;|DIST_BIND_DEVICE=2|DIST_BIND_GPUS=2,3",
      DISTBIND_OK, 3, 6, 1, 2, 1, 3, "env", NULL},
     /* Not re-ranked: the plugin's place and device. */
-    {PLUGIN "|DIST_BIND_TASK=4,1,5|DIST_BIND_DEVICE=1", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
+    {PLUGIN "|DIST_BIND_SET=4,1,5;RANK:340ca71c|DIST_BIND_DEVICE=1", DISTBIND_OK, 4, 5, 1, 2, 1, 1, "dist-bind", NULL},
     {"RANK=3|WORLD_SIZE=8|LOCAL_RANK=3|LOCAL_WORLD_SIZE=4|GROUP_RANK=0" AGENT, DISTBIND_ERR_DEVICE, 0, 0, 0, 0, 0, 0,
      NULL, "LOCAL_RANK=3&owns 3 GPUs (DIST_BIND_GPUS=\"0,1,2\")&--nproc-per-node=3"},
     {"RANK=3|WORLD_SIZE=8|LOCAL_RANK=3|LOCAL_WORLD_SIZE=4|GROUP_RANK=0" AGENT_010, DISTBIND_ERR_DEVICE, 0, 0, 0, 0, 0,
      0, NULL, "LOCAL_RANK=3&owns 3 GPUs (DIST_BIND_GPUS=\"0,1,2\")&--nproc-per-node=3"},
-    {PLUGIN "|DIST_BIND_TASK=4,1", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,1\"&RANK,LOCAL_RANK"},
-    {PLUGIN "|DIST_BIND_TASK=4,x,5", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_TASK=\"4,x,5\""},
+    {PLUGIN "|DIST_BIND_SET=4,1;", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_SET=\"4,1;\"&expected RANK,LOCAL_RANK,WORLD_SIZE;"},
+    {PLUGIN "|DIST_BIND_SET=4,x,5;", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL, "DIST_BIND_SET=\"4,x,5;\""},
+    {PLUGIN "|DIST_BIND_SET=RANK:340ca71c", DISTBIND_ERR_ENV, 0, 0, 0, 0, 0, 0, NULL,
+     "DIST_BIND_SET=\"RANK:340ca71c\"&(set by srun --dist-bind)"},
     /* Slurm's own. */
     {SLURM, DISTBIND_OK, 4, 5, 1, 2, 1, 1, "slurm", NULL},
     {SLURM "|DIST_BIND_DEVICE=3", DISTBIND_OK, 4, 5, 1, 2, 1, 3, "slurm", NULL},
@@ -169,7 +172,8 @@ END_TEST
 static void record_entry(char *out, size_t len, const char *name, const char *value) {
     uint32_t h = 2166136261u;
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) h = (h ^ *p) * 16777619u;
-    snprintf(out + strlen(out), len - strlen(out), "%s%s:%08x", *out ? "," : "", name, h);
+    const size_t n = strlen(out);
+    snprintf(out + n, len - n, "%s%s:%08x", n && out[n - 1] != ';' ? "," : "", name, h);
 }
 
 /* A handle from the process's environment: relaunched or not, and what
@@ -187,20 +191,14 @@ static void expect_process(int relaunched, const char *want) {
 
 START_TEST(relaunched_process) {
     /* What the plugin set for the agent: RANK=1 of 2, alone on its node. */
-    static const char *const agent[][2] = {{"RANK", "1"},
-                                           {"WORLD_SIZE", "2"},
-                                           {"LOCAL_RANK", "0"},
-                                           {"LOCAL_WORLD_SIZE", "1"},
-                                           {"NODE_RANK", "1"},
-                                           {"MASTER_PORT", "23456"},
-                                           {"DIST_BIND_MODE", "rank"},
-                                           {"DIST_BIND_TASK", "1,0,2"},
-                                           {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+    static const char *const agent[][2] = {
+        {"RANK", "1"},      {"WORLD_SIZE", "2"},      {"LOCAL_RANK", "0"},        {"LOCAL_WORLD_SIZE", "1"},
+        {"NODE_RANK", "1"}, {"MASTER_PORT", "23456"}, {"DIST_BIND_MODE", "rank"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
     /* torchrun's worker 4 of 6, local 1 of 3, its own store's port. */
     static const char *const worker[][2] = {{"RANK", "4"},       {"WORLD_SIZE", "6"},
                                             {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "3"},
                                             {"GROUP_RANK", "1"}, {"MASTER_PORT", "29500"}};
-    char record[1024] = "";
+    char record[1024] = "1,0,2;"; /* its place: RANK,LOCAL_RANK,WORLD_SIZE */
     for (size_t i = 0; i < sizeof agent / sizeof agent[0]; i++) {
         setenv(agent[i][0], agent[i][1], 1);
         record_entry(record, sizeof record, agent[i][0], agent[i][1]);

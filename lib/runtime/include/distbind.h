@@ -172,8 +172,8 @@ DISTBIND_API int distbind_device(const distbind_t *h);
 DISTBIND_API const char *distbind_source(const distbind_t *h);
 
 /* 1 when a launcher re-ranked this process under an srun --dist-bind task
- * (torchrun's workers: RANK,LOCAL_RANK,WORLD_SIZE differ from the
- * plugin's DIST_BIND_TASK): the place is the launcher's (source "env"), the
+ * (torchrun's workers: RANK,LOCAL_RANK,WORLD_SIZE differ from the place
+ * that opens the plugin's record, DIST_BIND_SET): the place is the launcher's (source "env"), the
  * device the local-rank-th of the task's GPUs, and SLURM_PROCID and
  * SLURM_LOCALID are the launcher task's.  0 otherwise, and for h NULL. */
 DISTBIND_API int distbind_relaunched(const distbind_t *h);
