@@ -3,7 +3,8 @@
 tasks and 3 of the 4 fake GPUs per node, side by side in one run per node
 count:
   - srun's wall time with and without --dist-bind (`true` as the program,
-    interleaved pairs, medians): goal <= 1.05 at every node count;
+    pairs in alternating order, the median of their ratios:
+    benchkit.srun_ratio): goal <= 1.05 at every node count;
   - slurmctld's RPCs per srun with and without --dist-bind on the default
     path (sdiag, by user, srun as nobody; deterministic): goal +0;
   - libdistbind's bring-up over each bootstrap Slurm has (PMIx, PMI2) and
@@ -35,11 +36,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 import labkit  # noqa: E402
 from runtimekit import CHECK, WORKER  # noqa: E402
+from benchkit import srun_ratio  # noqa: E402
 
 HINTS = os.path.join(ROOT, "build", "bench", "bench_hints")
 NODES = (2, 16, 64)
 PER_NODE = 3
-PAIRS = {2: 20, 16: 12, 64: 8}
+PAIRS = {2: 20, 16: 16, 64: 24}
 RUNS = 2
 SRUN_GOAL = 1.05
 KERNEL_MAX = 128 * 1024
@@ -83,19 +85,22 @@ def one_size(n):
     job = "-N%d -n%d --gpus-per-task=1" % (n, n * PER_NODE)
     with labkit.Lab(nodes=n) as lab:
         print("== %d nodes: srun %s" % (n, job))
-        # srun's wall time, interleaved so that drift hits both alike.
-        without, with_db = [], []
-        for _ in range(PAIRS[n]):
-            for out, extra in ((without, ""), (with_db, " --dist-bind")):
-                took, r = timed_srun(lab, job + extra, ["true"])
-                if r.returncode != 0:
-                    print("srun %s%s failed (rc %d): %s" % (job, extra, r.returncode, r.stderr.strip()[-300:]))
-                    goal("srun ratio, %d nodes" % n, "srun failed", "<= %g" % SRUN_GOAL, False)
-                    return
-                out.append(took)
-        a, b = statistics.median(without), statistics.median(with_db)
-        goal("srun ratio, %d nodes" % n, "%.3f (%.0f ms vs %.0f ms)" % (b / a, b * 1e3, a * 1e3),
-             "<= %g" % SRUN_GOAL, b / a <= SRUN_GOAL)
+        # srun's wall time, in pairs (benchkit.srun_ratio).
+        def run(db):
+            took, r = timed_srun(lab, job + " --dist-bind" * db, ["true"])
+            if r.returncode != 0:
+                raise RuntimeError("srun %s%s failed (rc %d): %s" % (job, " --dist-bind" * db, r.returncode,
+                                                                     r.stderr.strip()[-300:]))
+            return took
+        try:
+            ratio, a, b = srun_ratio(run, PAIRS[n])
+        except RuntimeError as e:
+            print(e)
+            goal("srun ratio, %d nodes" % n, "srun failed", "<= %g" % SRUN_GOAL, False)
+            return
+        goal("srun ratio, %d nodes" % n,
+             "%.3f (%d pairs; medians %.0f ms vs %.0f ms)" % (ratio, PAIRS[n], b * 1e3, a * 1e3),
+             "<= %g" % SRUN_GOAL, ratio <= SRUN_GOAL)
 
         base, _, f1 = lab.srun_rpcs(job)
         ours, types, f2 = lab.srun_rpcs(job + " --dist-bind")
