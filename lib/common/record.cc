@@ -30,20 +30,23 @@ constexpr uint64_t kMaxPlace = uint64_t(1) << 24;  // libdistbind's largest worl
 std::pair<RecordPlace, std::string_view> split_record(std::string_view rec) {
     RecordPlace p;
     const size_t semi = rec.substr(0, 32).find(';');  // three numbers below 2^24 and two commas
-    if (semi == std::string_view::npos) throw Error(quoted(DB_SET_RECORD, rec) + kExpected);
-    const std::vector<std::string_view> f = split(rec.substr(0, semi), ',');
-    if (f.size() != 3 || !parse_uint(f[0], kMaxPlace, p.rank) || !parse_uint(f[1], kMaxPlace, p.local_rank) ||
-        !parse_uint(f[2], kMaxPlace, p.world) || p.world == 0 || p.rank >= p.world || p.local_rank >= p.world)
+    const std::vector<std::string_view> f = split(rec.substr(0, semi == std::string_view::npos ? 0 : semi), ',');
+    if (semi == std::string_view::npos || f.size() != 3 || !parse_uint(f[0], kMaxPlace, p.rank) ||
+        !parse_uint(f[1], kMaxPlace, p.local_rank) || !parse_uint(f[2], kMaxPlace, p.world) || p.world == 0 ||
+        p.rank >= p.world || p.local_rank >= p.world)
         throw Error(quoted(DB_SET_RECORD, rec) + kExpected);
     return {p, rec.substr(semi + 1)};
 }
 
 }  // namespace
 
+std::string RecordPlace::str() const {
+    return std::to_string(rank) + ',' + std::to_string(local_rank) + ',' + std::to_string(world);
+}
+
 RecordWriter::RecordWriter(const RecordPlace &place, size_t reserve) {
     out_.reserve(reserve + 24);
-    out_.append(std::to_string(place.rank)).append(1, ',').append(std::to_string(place.local_rank));
-    out_.append(1, ',').append(std::to_string(place.world)).append(1, ';');
+    out_.append(place.str()).append(1, ';');
     head_ = out_.size();
 }
 

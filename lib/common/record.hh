@@ -25,6 +25,8 @@ namespace db {
 // The place a record was written for.
 struct RecordPlace {
     uint64_t rank = 0, local_rank = 0, world = 0;
+    // "RANK,LOCAL_RANK,WORLD_SIZE", as the record opens.
+    std::string str() const;
 };
 
 // A record, item by item: the place, every variable set (name, value),

@@ -75,12 +75,6 @@ bool relaunched(const Env &env, const Identity &id) {
            p.world != static_cast<uint64_t>(id.world);
 }
 
-// "RANK,LOCAL_RANK,WORLD_SIZE" as the record says the plugin set them.
-std::string place_set(const Env &env) {
-    const std::string_view rec = env.get(DB_SET_RECORD) ? env.get(DB_SET_RECORD) : "";
-    return std::string(rec.substr(0, rec.find(';')));
-}
-
 void from_plugin(const Env &env, Identity &id) {
     Reader r(env,
              "RANK is set, so the task's place is read from RANK, WORLD_SIZE, LOCAL_RANK, "
@@ -159,10 +153,10 @@ void choose_device(const Env &env, Identity &id) {
                                           " per srun task (torchrun --nproc-per-node=" + std::to_string(n) +
                                           "), or give each task more GPUs (--gpus-per-node, --gpus-per-task)");
         id.device = first + id.local_rank;
-        id.device_from =
-            std::string(dev ? "DIST_BIND_DEVICE+LOCAL_RANK" : "LOCAL_RANK") +
-            " (a launcher re-ranked this process: srun --dist-bind set RANK,LOCAL_RANK,WORLD_SIZE=" + place_set(env) +
-            ")";
+        // relaunched() read the record's place: it parses.
+        id.device_from = std::string(dev ? "DIST_BIND_DEVICE+LOCAL_RANK" : "LOCAL_RANK") +
+                         " (a launcher re-ranked this process: srun --dist-bind set RANK,LOCAL_RANK,WORLD_SIZE=" +
+                         db::record_place(env.get(DB_SET_RECORD)).str() + ")";
     } else if (const char *v = dev) {
         id.device = Reader::number("DIST_BIND_DEVICE", v, 65535);
         id.device_from = "DIST_BIND_DEVICE";

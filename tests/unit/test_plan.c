@@ -1121,6 +1121,18 @@ START_TEST(node_wide_errors) {
 }
 END_TEST
 
+/* Rank 1 (local 1) on node1 of the seed layout, step 7.`step`, mode rank:
+ * the node's plan and what it and the task plan write. */
+static void seed_task1_view(uint32_t step, char **senv, char **tenv, db_node_plan **np, struct plan_view *v) {
+    char err[DB_ERRLEN] = "";
+    db_config cfg;
+    db_request eff = {DB_MODE_RANK, 0, 0, 0};
+    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
+    db_node_input ni = {7, step, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
+    ck_assert_msg(db_node_plan_new(&cfg, &eff, &ni, np, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(plan_view_new(*np, senv, tenv, 1, 1, v, err, sizeof err) == 0, "%s", err);
+}
+
 /* A nested step (srun --dist-bind inside a task of another): the enclosing
  * step's record is replaced by this step's, never unset after it (the
  * record is how a launcher's re-ranked workers are told apart). */
@@ -1128,19 +1140,14 @@ START_TEST(nested_record) {
 #define ENCLOSING "|DIST_BIND_STEP=7.0|DIST_BIND_SET=0,0,1;RANK:340ca71c|APPTAINERENV_DIST_BIND_SET=0,0,1;"
     char err[DB_ERRLEN] = "", out[512], **senv = make_env(SEED_N1 ENCLOSING), **tenv = make_env(TASK("1") ENCLOSING);
 #undef ENCLOSING
-    db_config cfg;
-    db_request eff = {DB_MODE_RANK, 0, 0, 0};
     db_node_plan *np = NULL;
     struct plan_view v;
-    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-    db_node_input ni = {7, 1, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
-    ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
-    ck_assert_msg(plan_view_new(np, senv, tenv, 1, 1, &v, err, sizeof err) == 0, "%s", err);
+    seed_task1_view(1, senv, tenv, &np, &v);
     char **final = plan_view_final(&v);
-    for (const char *name = "DIST_BIND_SET"; name;
-         name = strcmp(name, "DIST_BIND_SET") ? NULL : "APPTAINERENV_DIST_BIND_SET") {
-        const char *rec = pv_get(final, name);
-        ck_assert_msg(rec && strncmp(rec, "1,1,5;", 6) == 0, "%s at exec: %s", name, rec ? rec : "(unset)");
+    static const char *const records[] = {"DIST_BIND_SET", "APPTAINERENV_DIST_BIND_SET"};
+    for (size_t i = 0; i < sizeof records / sizeof *records; i++) {
+        const char *rec = pv_get(final, records[i]);
+        ck_assert_msg(rec && strncmp(rec, "1,1,5;", 6) == 0, "%s at exec: %s", records[i], rec ? rec : "(unset)");
     }
     ck_assert(db_set_record_mismatches(pv_get(final, "DIST_BIND_SET"), (const char *const *) final, out, sizeof out,
                                        err, sizeof err) == 0);
@@ -1157,14 +1164,9 @@ END_TEST
  * matches the record; a variable changed or dropped after it is named. */
 START_TEST(set_record) {
     char err[DB_ERRLEN] = "", out[512], **senv = make_env(SEED_N1), **tenv = make_env(TASK("1"));
-    db_config cfg;
-    db_request eff = {DB_MODE_RANK, 0, 0, 0};
     db_node_plan *np = NULL;
     struct plan_view v;
-    ck_assert(db_config_parse(0, NULL, &cfg, err, sizeof err) == 0);
-    db_node_input ni = {7, 0, 2, 0, 5, 3, (const char *const *)senv, 0, 0, 0, 0, NULL, 0};
-    ck_assert(db_node_plan_new(&cfg, &eff, &ni, &np, err, sizeof err) == 0);
-    ck_assert_msg(plan_view_new(np, senv, tenv, 1, 1, &v, err, sizeof err) == 0, "%s", err);
+    seed_task1_view(0, senv, tenv, &np, &v);
     /* The program's environment: what the node and the task plan set (and
      * nothing they unset). */
     const char *env[128] = {NULL}, *record = NULL;
