@@ -1,23 +1,47 @@
-"""What the benchmarks share: srun with and without --dist-bind, side by side."""
+"""What the benchmarks share: a figure with and without dist-bind, side by
+side, with the run's own noise floor beside it."""
 import statistics
+
+# Every order of (without, with, without again), taken in turn: each of the
+# three runs as often first, second and third, so that drift, and whatever
+# one run leaves for the next (the steps' completions reaching slurmctld),
+# fall on all three alike.
+ORDERS = (("a", "b", "c"), ("b", "c", "a"), ("c", "a", "b"), ("a", "c", "b"), ("b", "a", "c"), ("c", "b", "a"))
+
+
+class Paired:
+    """`ratio`: the median of the triples' own ratios, with / without; `aa`:
+    the same of without again / without, the same program twice, which
+    dist-bind cannot move: how far chance alone moves the ratio in this run
+    (a ratio over its goal by less than aa is off from 1 is within this
+    run's noise).  `without` and `with_`: the medians of each side."""
+
+    def __init__(self, trips, key):
+        a, b, c = ([key(t[w]) for t in trips] for w in "abc")
+        self.ratio = statistics.median(y / x for x, y in zip(a, b))
+        self.aa = statistics.median(z / x for x, z in zip(a, c))
+        self.without, self.with_ = statistics.median(a), statistics.median(b)
+
+
+def triples(run, n):
+    """run(with_dist_bind) for one warm-up pair (not counted), then n
+    triples: without, with, and without again, in ORDERS' rotating order.
+    Returns a list of {"a": without, "b": with, "c": without again}."""
+    run(False), run(True)
+    out = []
+    for i in range(n):
+        t = {}
+        for w in ORDERS[i % len(ORDERS)]:
+            t[w] = run(w == "b")
+        out.append(t)
+    return out
 
 
 def srun_ratio(run, pairs):
-    """run(with_dist_bind) -> seconds, called for one warm-up pair (not
-    counted) and then `pairs` pairs, each pair's two runs back to back and
-    in alternating order (without first, then with first), so that drift
-    and whatever one srun leaves for the next (the steps' completions
-    reaching slurmctld) fall on both alike.  Returns (ratio, without, with):
-    the median of the pairs' own ratios and the two medians.  The ratio of
-    the medians is not used: at 64 nodes on 2 cores srun's wall time is
-    bimodal (about a third of the runs take 0.7 s longer, with and without
-    --dist-bind alike), and which side more of the slow runs fall on moved
-    that ratio by 0.2 between runs of 16 pairs."""
-    run(False), run(True)
-    got = []
-    for i in range(pairs):
-        order = (False, True) if i % 2 == 0 else (True, False)
-        t = {w: run(w) for w in order}
-        got.append((t[False], t[True]))
-    ratio = statistics.median(b / a for a, b in got)
-    return ratio, statistics.median(a for a, _ in got), statistics.median(b for _, b in got)
+    """run(with_dist_bind) -> seconds; a Paired over `pairs` triples.  The
+    median of the pairs' own ratios, not the ratio of the medians: at 64
+    nodes on 2 cores srun's wall time is bimodal (about a third of the runs
+    take 0.7 s longer, with and without --dist-bind alike), and which side
+    more of the slow runs fall on moved that ratio by 0.2 between runs of
+    16 pairs."""
+    return Paired(triples(run, pairs), lambda x: x)
