@@ -9,7 +9,7 @@
      per task), with how many variables each writes per task; e50afc0's own
      bench_plan (its step, its older write model), as information;
   2. `srun -N2 -n5 --gpus-per-task=1 true` without and with --dist-bind on
-     the lab, 20 triples (without, with, without again), the median of their
+     the lab, 18 triples (without, with, without again), the median of their
      ratios and of without again / without, the run's noise
      (benchkit.srun_ratio); `scontrol show hostnames`
      (how MMEngine and the enroot PyTorch hook get MASTER_ADDR) beside the
@@ -139,8 +139,8 @@ def lab_figures(figures):
               "%.0fx dist-bind's plan + writes" % (peer_ns / 1e3, peer_ns / figures["total"]))
 
         job = ["-N2", "-n5", "--gpus-per-task=1"]
-        r = srun_ratio(lambda db: timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0], 20)
-        print("srun -N2 -n5 --gpus-per-task=1 true (20 triples: without, with, without again)")
+        r = srun_ratio(lambda db: timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0], 18)
+        print("srun -N2 -n5 --gpus-per-task=1 true (18 triples: without, with, without again)")
         print("  without --dist-bind: %7.1f ms (median)" % (r.without * 1e3))
         print("  with    --dist-bind: %7.1f ms (median)" % (r.with_ * 1e3))
         print("  ratio              : %7.3f (median of the triples' own ratios)" % r.ratio)

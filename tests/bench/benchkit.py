@@ -2,11 +2,13 @@
 side, with the run's own noise floor beside it."""
 import statistics
 
-# Every order of (without, with, without again), taken in turn: each of the
-# three runs as often first, second and third, so that drift, and whatever
-# one run leaves for the next (the steps' completions reaching slurmctld),
-# fall on all three alike.
-ORDERS = (("a", "b", "c"), ("b", "c", "a"), ("c", "a", "b"), ("a", "c", "b"), ("b", "a", "c"), ("c", "b", "a"))
+# Every order of (without, with, without again), one after another in this
+# order: over the six each run is as often first, second and third, and
+# (the six repeated) follows each run, itself included, equally often; so
+# drift, and whatever one run leaves for the next (the steps' completions
+# reaching slurmctld), fall on all three alike.  Counts of triples are best
+# a multiple of six.
+ORDERS = (("a", "b", "c"), ("c", "a", "b"), ("b", "a", "c"), ("c", "b", "a"), ("a", "c", "b"), ("b", "c", "a"))
 
 
 class Paired:
