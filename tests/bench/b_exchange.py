@@ -10,13 +10,14 @@
    proved both ways) against the same set-up without it
    (DIST_BIND_TCP_INSECURE=1, the unauthenticated protocol as it was): 30
    triples of runs (without, with, without again, back to back, in
-   rotating order: benchkit.triples); the median of the triples' ratios
-   (goal <= 1.05), which the load of a shared machine moves least, the
-   medians of each side, and the median of without again / without: the
-   same set-up twice, how far this run's noise alone moves the ratio (on
-   2 cores 256 ranks' set-up varies fourfold between identical runs).  The set-up's time is from the moment the first
-   rank begins it to the moment the last one has finished it (every rank's
-   distbind_init, on one clock): the time the step waits.  Rank 0's own
+   benchkit.ORDERS); the median of the triples' ratios (goal <= 1.05),
+   which the load of a shared machine moves least, the medians of each
+   side, and the median of without again / without: the same set-up
+   twice, how far this run's noise alone moves the ratio (on 2 cores 256
+   ranks' set-up varies fourfold between identical runs).  The set-up's
+   time is from the moment the first rank begins it to the moment the
+   last one has finished it (every rank's distbind_init, on one clock):
+   the time the step waits.  Rank 0's own
    distbind_init is shown too, but is not the set-up: the ranks leave the
    gate below over about 200 ms (each takes its turn on the 2 cores), and
    where rank 0 falls in that order decides how much of the set-up its own

@@ -3,7 +3,7 @@
 tasks and 3 of the 4 fake GPUs per node, side by side in one run per node
 count:
   - srun's wall time with and without --dist-bind (`true` as the program,
-    triples without, with and without again in rotating order, the median
+    triples without, with and without again (benchkit.ORDERS), the median
     of their ratios, and of without again / without beside it as the
     run's noise: benchkit.srun_ratio): goal <= 1.05 at every node count;
   - slurmctld's RPCs per srun with and without --dist-bind on the default

@@ -14,9 +14,9 @@ ORDERS = (("a", "b", "c"), ("c", "a", "b"), ("b", "a", "c"), ("c", "b", "a"), ("
 class Paired:
     """`ratio`: the median of the triples' own ratios, with / without; `aa`:
     the same of without again / without, the same program twice, which
-    dist-bind cannot move: how far chance alone moves the ratio in this run
-    (a ratio over its goal by less than aa is off from 1 is within this
-    run's noise).  `without` and `with_`: the medians of each side."""
+    dist-bind cannot move: how far chance alone moves the ratio in this run.
+    A ratio over its goal by less than |aa - 1| is within this run's noise.
+    `without` and `with_`: the medians of each side."""
 
     def __init__(self, trips, key):
         a, b, c = ([key(t[w]) for t in trips] for w in "abc")
@@ -27,7 +27,7 @@ class Paired:
 
 def triples(run, n):
     """run(with_dist_bind) for one warm-up pair (not counted), then n
-    triples: without, with, and without again, in ORDERS' rotating order.
+    triples: without, with, and without again, in ORDERS' orders in turn.
     Returns a list of {"a": without, "b": with, "c": without again}."""
     run(False), run(True)
     out = []
@@ -39,11 +39,11 @@ def triples(run, n):
     return out
 
 
-def srun_ratio(run, pairs):
-    """run(with_dist_bind) -> seconds; a Paired over `pairs` triples.  The
-    median of the pairs' own ratios, not the ratio of the medians: at 64
+def srun_ratio(run, n):
+    """run(with_dist_bind) -> seconds; a Paired over n triples.  The
+    median of the triples' own ratios, not the ratio of the medians: at 64
     nodes on 2 cores srun's wall time is bimodal (about a third of the runs
     take 0.7 s longer, with and without --dist-bind alike), and which side
     more of the slow runs fall on moved that ratio by 0.2 between runs of
     16 pairs."""
-    return Paired(triples(run, pairs), lambda x: x)
+    return Paired(triples(run, n), lambda x: x)
