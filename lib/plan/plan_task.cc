@@ -233,6 +233,7 @@ class TaskGpus {
         } else if (overflow_) {
             // Shared round-robin: everyone sees the step's list as Slurm
             // ordered it; DIST_BIND_DEVICE says which device is this task's.
+            visible_.reserve(n);
             for (size_t i = 0; i < n; i++) visible_.push_back(i);
             device_ = own_[0];
             notes_.push_back("share: " + std::to_string(np_.local_ntasks) + " tasks on " + std::to_string(n) +
@@ -240,6 +241,7 @@ class TaskGpus {
         } else {
             // rank/closest: own GPUs at LOCAL_RANK*k, the rest in Slurm's order.
             device_ = static_cast<size_t>(task_.local_rank) * k;
+            visible_.reserve(n);
             std::vector<bool> taken(n, false);
             for (size_t p : own_) taken[p] = true;
             size_t next = 0;
@@ -401,6 +403,9 @@ TaskPlan plan_task(const NodePlan &np, const TaskEnv &task) {
         if (np.clean_inherited) drop_inherited(task, tp, false);
         return tp;
     }
+    // The same for what put() lists and what the plan unsets (about 10).
+    tp.planned.reserve(48);
+    tp.unset.reserve(16);
     if (task.local_rank >= np.local_ntasks || task.global_rank >= np.ntasks)
         throw Error("task " + std::to_string(task.global_rank) + " (local " + std::to_string(task.local_rank) +
                     ") is outside step " + step_name(np.job_id, np.step_id) + " of " + std::to_string(np.ntasks) +
