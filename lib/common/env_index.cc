@@ -79,6 +79,16 @@ EnvIndex::EnvIndex(const char *const *env, size_t extra) : env_(env) {
     }
 }
 
+size_t EnvIndex::find(std::string_view name, uint32_t h) const {
+    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
+        const Slot &slot = slots_[s];
+        if (!slot.entry) return s;
+        if (slot.hash == h && slot.name_len == name.size() &&
+            (name.empty() || std::memcmp(slot.entry, name.data(), name.size()) == 0))
+            return s;
+    }
+}
+
 const char *EnvIndex::get(std::string_view name) const {
     if (!put_.empty())
         for (auto p = put_.rbegin(); p != put_.rend(); ++p)
@@ -86,14 +96,24 @@ const char *EnvIndex::get(std::string_view name) const {
     // Every name the plan asks for is a plain name; one holding '=' would
     // match entries by their value too, which only a scan answers alike.
     if (scan_ || name.find('=') != std::string_view::npos) return env_get(env_, name);
-    const uint32_t h = name_hash(name.data(), name.size());
-    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
-        const Slot &slot = slots_[s];
-        if (!slot.entry) return nullptr;
-        if (slot.hash == h && slot.name_len == name.size() &&
-            (name.empty() || std::memcmp(slot.entry, name.data(), name.size()) == 0))
-            return slot.entry + slot.name_len + 1;
-    }
+    const Slot &slot = slots_[find(name, name_hash(name.data(), name.size()))];
+    return slot.entry ? slot.entry + slot.name_len + 1 : nullptr;
+}
+
+uint32_t EnvIndex::hash(std::string_view name) { return name_hash(name.data(), name.size()); }
+
+EnvIndex::Probe EnvIndex::probe(std::string_view name, uint32_t h) const {
+    if (scan_ || !put_.empty() || name.size() >= kGone || name.find('=') != std::string_view::npos)
+        return {get(name), 0, h, false};
+    const size_t s = find(name, h);
+    return {slots_[s].entry ? slots_[s].entry + slots_[s].name_len + 1 : nullptr, s, h, true};
+}
+
+void EnvIndex::put(const Probe &p, std::string_view name, const char *entry) {
+    if (p.exact)
+        put_at(p.slot, name, p.hash, entry);
+    else
+        put(name, entry);
 }
 
 void EnvIndex::put(std::string_view name, const char *entry) {
@@ -103,32 +123,31 @@ void EnvIndex::put(std::string_view name, const char *entry) {
         return;
     }
     const uint32_t h = name_hash(name.data(), name.size());
-    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
-        Slot &slot = slots_[s];
-        if (!slot.entry) {
-            if (!entry) {
-                if (!put_.empty()) put_.emplace_back(name, nullptr);  // over an earlier put()
-                return;
-            }
-            // Beyond the room asked for: a list every lookup reads first,
-            // as every lookup must end at a free slot.
-            if (free_ <= 1) {
-                put_.emplace_back(name, entry);
-                return;
-            }
-            slot = Slot{entry, static_cast<uint32_t>(name.size()), h};
-            free_--;
-            return;
-        }
-        if (slot.hash == h && slot.name_len == name.size() &&
-            (name.empty() || std::memcmp(slot.entry, name.data(), name.size()) == 0)) {
-            if (entry)
-                slot.entry = entry;
-            else
-                slot.name_len |= kGone;
-            return;
-        }
+    put_at(find(name, h), name, h, entry);
+}
+
+void EnvIndex::put_at(size_t s, std::string_view name, uint32_t h, const char *entry) {
+    Slot &slot = slots_[s];
+    if (slot.entry) {  // the name's
+        if (entry)
+            slot.entry = entry;
+        else
+            slot.name_len |= kGone;
+        return;
     }
+    // The free slot where the name's lookup ended.
+    if (!entry) {
+        if (!put_.empty()) put_.emplace_back(name, nullptr);  // over an earlier put()
+        return;
+    }
+    // Beyond the room asked for: a list every lookup reads first, as every
+    // lookup must end at a free slot.
+    if (free_ <= 1) {
+        put_.emplace_back(name, entry);
+        return;
+    }
+    slot = Slot{entry, static_cast<uint32_t>(name.size()), h};
+    free_--;
 }
 
 }  // namespace db

@@ -34,7 +34,26 @@ class EnvIndex {
     // changes nothing.
     void put(std::string_view name, const char *entry);
 
+    // get() and then put() of one name in one lookup, its hash computed
+    // beforehand (hash()): a task's plan does this for each of its node's
+    // variables (TaskEnv).  `value` is what get(name) answers; put(probe,
+    // ...) does what put(name, ...) would, and must come before any other
+    // put().
+    static uint32_t hash(std::string_view name);
+    struct Probe {
+        const char *value;
+        size_t slot;
+        uint32_t hash;
+        bool exact;  // false: no slot to act on (a name with '=', or a list to read first)
+    };
+    Probe probe(std::string_view name, uint32_t hash) const;
+    void put(const Probe &probe, std::string_view name, const char *entry);
+
   private:
+    // The slot holding `name` (hash h), or the free slot its lookup ends at.
+    size_t find(std::string_view name, uint32_t h) const;
+    // put() at slot s, found by find(name, h).
+    void put_at(size_t s, std::string_view name, uint32_t h, const char *entry);
     struct Slot {
         const char *entry;  // NAME=VALUE; nullptr: a free slot
         uint32_t name_len;  // kGone set: the name is absent (put), the slot still taken

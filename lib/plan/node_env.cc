@@ -57,6 +57,7 @@ class Builder {
         v.unset = unset;
         v.name = text(name);
         v.name_len = static_cast<uint32_t>(name.size());
+        v.hash = EnvIndex::hash(name);
         v.value = text(value);
         v.value_len = static_cast<uint32_t>(value.size());
         if (before) v.before = text(name, "=", before);

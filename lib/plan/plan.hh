@@ -72,6 +72,7 @@ struct NodeVar {
     bool unset = false;                 // user_init unsets it instead
     bool written = true;                // false: the step's environment held that already
     bool had = false;                   // the step's environment held the name at user_init (before)
+    uint32_t hash = 0;                  // EnvIndex::hash of the name, for each task's lookup
 };
 
 // The node's variables in the order the task plan lists them (its sets,

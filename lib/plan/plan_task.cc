@@ -381,10 +381,11 @@ TaskEnv::TaskEnv(const NodePlan &np, const db_task_input &in)
         for (size_t i = 0; i < ne->vars.size(); i++) {
             const NodeVar &v = ne->vars[i];
             const std::string_view name = ne->name(v);
-            const char *now = env.get(name);
+            const EnvIndex::Probe p = env.probe(name, v.hash);
+            const char *now = p.value;
             const bool kept = v.unset ? now == nullptr : now && ne->value(v) == now;
             intact[i] = kept;
-            if (kept && v.written) env.put(name, v.had ? ne->str(v.before) : nullptr);
+            if (kept && v.written) env.put(p, name, v.had ? ne->str(v.before) : nullptr);
         }
     }
     step_mark = env.get(DB_STEP_MARK);

@@ -85,8 +85,9 @@ void numbers(const std::string &s) {
 
 // put(): the first entry of each name answered anew, alternately as absent
 // and as NAME=again, and 40 names no line has added with no room asked for
-// them (past the room, the index keeps a list): every prefix of every line
-// is then answered as put() said, else as a scan of the environment.
+// them (past the room, the index keeps a list), every third by probe() and
+// its put(): every prefix of every line is then answered as put() said,
+// else as a scan of the environment.
 void env_puts(const std::vector<std::string> &lines, const std::vector<const char *> &env) {
     std::vector<std::string> names, given;  // given: what put() points at, complete before the first put()
     for (const std::string &l : lines) {
@@ -102,7 +103,19 @@ void env_puts(const std::vector<std::string> &lines, const std::vector<const cha
         given.push_back(names.back() + "=" + std::to_string(i));
     }
     db::EnvIndex index(env.data());
-    for (size_t i = 0; i < names.size(); i++) index.put(names[i], given[i].empty() ? nullptr : given[i].c_str());
+    for (size_t i = 0; i < names.size(); i++) {
+        const char *entry = given[i].empty() ? nullptr : given[i].c_str();
+        if (i % 3) {
+            index.put(names[i], entry);
+            continue;
+        }
+        // Every third by one lookup (probe), which answers as get() does.
+        const char *before = index.get(names[i]);
+        const db::EnvIndex::Probe p = index.probe(names[i], db::EnvIndex::hash(names[i]));
+        FUZZ_CHECK(p.value == before, "probe(\"%s\") says %s, get() %s", names[i].c_str(), p.value ? p.value : "(none)",
+                   before ? before : "(none)");
+        index.put(p, names[i], entry);
+    }
     auto expect = [&](std::string_view name) -> const char * {
         if (name.find('=') == std::string_view::npos)
             for (size_t i = names.size(); i-- > 0;)  // the last put() of a name wins
