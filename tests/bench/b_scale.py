@@ -11,7 +11,8 @@ count:
   - libdistbind's bring-up over each bootstrap Slurm has (PMIx, PMI2) and
     over TCP (--mpi=none): rank 0's set-up (distbind_init, which waits for
     the step's last rank) and one 128-byte id broadcast + barrier
-    (tests/exchange/worker.c), medians of RUNS runs;
+    (tests/exchange/worker.c), medians of RUNS rounds, each bootstrap in
+    turn in every round;
   - dist-bind-check's wall time (srun to exit) over each bootstrap;
     goal: libdistbind's own TCP bootstrap beats Slurm's PMI2 and PMIx at
     every node count, in rank 0's set-up plus one id broadcast + barrier
@@ -43,7 +44,7 @@ HINTS = os.path.join(ROOT, "build", "bench", "bench_hints")
 NODES = (2, 16, 64)
 PER_NODE = 3
 PAIRS = {2: 18, 16: 18, 64: 24}  # triples, multiples of 6 (benchkit.ORDERS)
-RUNS = 2
+RUNS = 5  # rounds of every bootstrap in turn
 SRUN_GOAL = 1.05
 KERNEL_MAX = 128 * 1024
 # A 64-node lab: 64 slurmd and 192 tasks; leave room for the rest.
@@ -111,34 +112,44 @@ def one_size(n):
              "%+g (%g with, %g without)" % (ours - base, ours, base) if ok else "srun failed", "+0",
              bool(ok) and ours == base)
 
-        print("bring-up, %d ranks on %d nodes (medians of %d runs)" % (n * PER_NODE, n, RUNS))
+        print("bring-up, %d ranks on %d nodes (medians of %d rounds)" % (n * PER_NODE, n, RUNS))
         print("  --mpi | bootstrap | set-up (rank 0) | id+barrier | set-up + id+barrier | dist-bind-check, srun to exit")
-        got = {}
-        for mpi, boot in lab.bootstraps():
-            setups, idb, checks = [], [], []
-            for _ in range(RUNS):
+        # Round by round, each bootstrap in turn, so that drift falls on all
+        # of them alike; a bootstrap that fails once is left out after.
+        boots = list(lab.bootstraps())
+        setups, idb, checks = ({boot: [] for _, boot in boots} for _ in range(3))
+        failed = set()
+        for _ in range(RUNS):
+            for mpi, boot in boots:
+                if boot in failed:
+                    continue
                 r = lab.srun("--label %s --dist-bind --mpi=%s" % (job, mpi), [WORKER, "bench", "5"],
                              env={"DIST_BIND_TIMEOUT": "120"}, timeout=300)
                 f = worker_fields(r.stdout)
                 if r.returncode != 0 or "median_us" not in f:
                     print("  xchg_worker over %s failed (rc %d): %s" % (mpi, r.returncode, r.stderr.strip()[-300:]))
                     missed.append("bring-up over %s, %d nodes" % (boot, n))
-                    break
-                setups.append(float(f["init_us"]) / 1e3)
-                idb.append(float(f["median_us"]) / 1e3)
+                    failed.add(boot)
+                    continue
+                setups[boot].append(float(f["init_us"]) / 1e3)
+                idb[boot].append(float(f["median_us"]) / 1e3)
                 took, r = timed_srun(lab, "%s --dist-bind --mpi=%s" % (job, mpi), [CHECK],
                                      env={"DIST_BIND_TIMEOUT": "120"})
                 if r.returncode != 0:
                     print("  dist-bind-check over %s failed (rc %d): %s" % (mpi, r.returncode,
                                                                          r.stdout.strip()[-300:]))
                     missed.append("dist-bind-check over %s, %d nodes" % (boot, n))
-                    break
-                checks.append(took)
-            if setups and checks:
-                usable = statistics.median(su + ib for su, ib in zip(setups, idb))
-                got[boot] = (usable, statistics.median(checks))
-                print("  %-5s | %-9s | %12.1f ms | %7.2f ms | %17.1f ms | %.2f s" % (
-                    mpi, boot, statistics.median(setups), statistics.median(idb), usable, got[boot][1]))
+                    failed.add(boot)
+                    continue
+                checks[boot].append(took)
+        got = {}
+        for mpi, boot in boots:
+            if boot in failed or not checks[boot]:
+                continue
+            usable = statistics.median(su + ib for su, ib in zip(setups[boot], idb[boot]))
+            got[boot] = (usable, statistics.median(checks[boot]))
+            print("  %-5s | %-9s | %12.1f ms | %7.2f ms | %17.1f ms | %.2f s" % (
+                mpi, boot, statistics.median(setups[boot]), statistics.median(idb[boot]), usable, got[boot][1]))
         slurms = [b for b in got if b != "tcp"]
         for i, (what, unit) in enumerate((("set-up + id+barrier (rank 0)", "ms"), ("dist-bind-check", "s"))):
             if "tcp" not in got or not slurms:
