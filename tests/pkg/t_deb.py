@@ -4,7 +4,7 @@ errors, `dpkg -i` on this machine, `man dist-bind`, then the seed job, the
 PyTorch job, dist-bind-check and a program built with pkg-config against
 the installed -dev package, on the lab, with the installed files (not the
 build tree).  Packages this test installed are removed again at the end."""
-import glob, os, subprocess, sys, tempfile
+import glob, os, shutil, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
@@ -68,6 +68,7 @@ t.eq(r.returncode, 0, "lintian reports no errors")
 t.ok(" E: " not in r.stdout and not r.stdout.startswith("E:"), "no E: lines from lintian")
 
 before = {p: installed(p) for p in PKGS}
+tmp = None
 try:
     r = run(["dpkg", "-i"] + [debs[p][0] for p in PKGS])
     t.eq(r.returncode, 0, "dpkg -i installs the three packages")
@@ -111,6 +112,8 @@ try:
         t.eq(len(lines), 5, "the example runs on 5 ranks with the installed library (rc %d)" % r.returncode)
         t.ok(all("exchange over " + pmi in l for l in lines), "over " + pmi.upper())
 finally:
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
     remove = [p for p in reversed(PKGS) if not before[p] and installed(p)]
     if remove:
         run(["dpkg", "-P"] + remove)

@@ -312,7 +312,9 @@ class Lab:
                         line = "PlugStackConfig=%s\n" % os.path.join(self.dir, "plugstack-client.conf")
                     g.write(line)
             conf = client
-        self.env = dict(os.environ, SLURM_CONF=conf)
+        # Jobs' temporary files (torchrun's, the probes') go in the lab's
+        # own tmp, which goes with the lab.
+        self.env = dict(os.environ, SLURM_CONF=conf, TMPDIR=os.path.join(self.dir, "tmp"))
         for k in list(self.env):
             if k.startswith(("SLURM_", "SPANK_", "MASTER_", "DIST_BIND_")) and k != "SLURM_CONF":
                 del self.env[k]
