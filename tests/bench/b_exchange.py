@@ -9,8 +9,9 @@
 2. at 256 ranks, the set-up with the step's secret (every connection
    proved both ways) against the same set-up without it
    (DIST_BIND_TCP_INSECURE=1, the unauthenticated protocol as it was): 30
-   triples of runs (without, with, without again, back to back, in
-   benchkit.ORDERS); the median of the triples' ratios (goal <= 1.05),
+   to 90 triples of runs (without, with, without again, back to back, in
+   benchkit.ORDERS; as many as benchkit.judge needs to tell); the median
+   of the triples' ratios (goal <= 1.05) and its 95 % interval,
    which the load of a shared machine moves least, the medians of each
    side, and the median of without again / without: the same set-up
    twice, how far this run's noise alone moves the ratio (on 2 cores 256
@@ -25,7 +26,8 @@
    too: on a loaded machine it tells work from waiting.
 
 After the tables, one machine-readable line (tab-separated) for the goal:
-  GOAL  authenticated / unauthenticated TCP set-up, 256 ranks  RATIO  <= 1.05  met|missed
+  GOAL  authenticated / unauthenticated TCP set-up, 256 ranks  RATIO  <= 1.05  VERDICT
+(benchkit.goal); it exits 1 when the goal is missed.
 
 Every rank starts its set-up when the workers' gate opens (they wait on a
 pipe until all run), so set-up times are the set-up, not process start-up.
@@ -38,7 +40,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "exchange"))
 from xkit import WORKER, run_ranks  # noqa: E402
-from benchkit import Paired, triples  # noqa: E402
+from benchkit import Paired, goal, judge, missed, shown  # noqa: E402
 
 ITERS, RUNS, FANOUT = 40, 3, 8
 if not os.path.exists(WORKER):
@@ -87,24 +89,21 @@ w, t, s = rows[-1]
 print("at %d ranks the tree takes %.2fx the star's time per id+barrier; rank 0 holds %d connections (fan-out %d) "
       "instead of %d" % (w, t[0] / s[0], t[2], FANOUT, s[2]))
 
-AUTH_RUNS, GOAL = 30, 1.05  # triples, a multiple of 6 (benchkit.ORDERS)
-# Triples (benchkit.triples): without the secret, with it, without again.
-trips = triples(lambda secure: one(256, FANOUT, insecure=not secure, iters=3), AUTH_RUNS)
+AUTH_TRIPLES, GOAL = (30, 90), 1.05  # first and most (benchkit.judge), multiples of 6
+# Triples (benchkit.judge): without the secret, with it, without again, as
+# many as it takes to tell.
+setup = judge(lambda secure: one(256, FANOUT, insecure=not secure, iters=3), GOAL, *AUTH_TRIPLES,
+              key=lambda x: x[3])
 
 print()
 print("at 256 ranks, %d triples | with the step's secret | without (DIST_BIND_TCP_INSECURE=1) | ratio, triples' median"
-      " | without again / without" % AUTH_RUNS)
-paired_by = {k: Paired(trips, lambda x, k=k: x[k]) for k in (3, 1, 4)}
+      " | without again / without" % setup.n)
 for k, what in ((3, "set-up, first rank in to last out"), (1, "rank 0's distbind_init"),
                 (4, "CPU, all ranks' distbind_init")):
-    p = paired_by[k]
+    p = setup if k == 3 else Paired(setup.trips, lambda x, k=k: x[k])
     print("%-34s | %9.1f ms median | %28.1f ms median | %.3f (medians' ratio %.3f) | %.3f" % (
         what, p.with_ / 1e3, p.without / 1e3, p.ratio, p.with_ / p.without, p.aa))
-setup = paired_by[3]
-# Judged as printed, to three places.
-paired = round(setup.ratio, 3)
-met = paired <= GOAL
-print("authenticated set-up / unauthenticated: %.3f (goal <= %.2f: %s); the same run twice: %.3f" % (
-    paired, GOAL, "met" if met else "NOT met", setup.aa))
-print("GOAL\tauthenticated / unauthenticated TCP set-up, 256 ranks\t%.3f (A/A %.3f)\t<= %.2f\t%s" % (
-    paired, setup.aa, GOAL, "met" if met else "missed"))
+print("authenticated set-up / unauthenticated: %.3f, 95%% %.3f-%.3f (goal <= %.2f: %s); the same run twice: %.3f" % (
+    setup.ratio, setup.lo, setup.hi, GOAL, setup.verdict, setup.aa))
+goal("authenticated / unauthenticated TCP set-up, 256 ranks", shown(setup), "<= %.2f" % GOAL, setup.verdict)
+sys.exit(1 if missed else 0)

@@ -9,13 +9,13 @@
      per task), with how many variables each writes per task; e50afc0's own
      bench_plan (its step, its older write model), as information;
   2. `srun -N2 -n5 --gpus-per-task=1 true` without and with --dist-bind on
-     the lab, 18 triples (without, with, without again), the median of their
-     ratios and of without again / without, the run's noise
-     (benchkit.srun_ratio); `scontrol show hostnames`
+     the lab, 18 to 60 triples (without, with, without again), the median
+     of their ratios and of without again / without, the run's noise
+     (benchkit.judge); `scontrol show hostnames`
      (how MMEngine and the enroot PyTorch hook get MASTER_ADDR) beside the
      per-task cost, as information.
-Prints one line per goal, "GOAL<TAB>figure<TAB>measured<TAB>goal<TAB>met|missed",
-and exits 1 when one is missed."""
+Prints one line per goal, "GOAL<TAB>figure<TAB>measured<TAB>goal<TAB>verdict"
+(benchkit.goal), and exits 1 when one is missed."""
 import os
 import statistics
 import subprocess
@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
-from benchkit import srun_ratio  # noqa: E402
+from benchkit import goal, judge, missed, shown  # noqa: E402
 
 BASELINE = "e50afc0"  # tests/bench/build.mk: BASELINE_REV
 BENCH = os.path.join(ROOT, "build", "bench", "bench_plan")
@@ -34,14 +34,6 @@ BASE_OWN = os.path.join(ROOT, "build", "baseline-" + BASELINE, "build", "bench",
 ROUNDS = 5
 PLAN_GOAL_US = 10.0
 SRUN_GOAL = 1.05
-
-missed = []
-
-
-def goal(figure, measured, target, met):
-    if not met:
-        missed.append(figure)
-    print("GOAL\t%s\t%s\t%s\t%s" % (figure, measured, target, "met" if met else "missed"))
 
 
 def bench(argv):
@@ -139,15 +131,15 @@ def lab_figures(figures):
               "%.0fx dist-bind's plan + writes" % (peer_ns / 1e3, peer_ns / figures["total"]))
 
         job = ["-N2", "-n5", "--gpus-per-task=1"]
-        r = srun_ratio(lambda db: timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0], 18)
-        print("srun -N2 -n5 --gpus-per-task=1 true (18 triples: without, with, without again)")
+        r = judge(lambda db: timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0], SRUN_GOAL,
+                  18, 60)
+        print("srun -N2 -n5 --gpus-per-task=1 true (%d triples: without, with, without again)" % r.n)
         print("  without --dist-bind: %7.1f ms (median)" % (r.without * 1e3))
         print("  with    --dist-bind: %7.1f ms (median)" % (r.with_ * 1e3))
-        print("  ratio              : %7.3f (median of the triples' own ratios)" % r.ratio)
+        print("  ratio              : %7.3f (median of the triples' own ratios; 95%% %.3f-%.3f)" % (r.ratio, r.lo,
+                                                                                                    r.hi))
         print("  without again / without: %.3f (the same run twice: this run's noise)" % r.aa)
-    goal("srun ratio, seed layout (-N2 -n5)",
-         "%.3f (%.1f ms vs %.1f ms; A/A %.3f)" % (r.ratio, r.with_ * 1e3, r.without * 1e3, r.aa), "<= %g" % SRUN_GOAL,
-         r.ratio <= SRUN_GOAL)
+    goal("srun ratio, seed layout (-N2 -n5)", shown(r), "<= %g" % SRUN_GOAL, r.verdict)
 
 
 figures = plan_figures()
