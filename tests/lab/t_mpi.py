@@ -46,6 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import BUILD, PROBES, ROOT, Lab, Test, skip  # noqa: E402
@@ -103,9 +104,12 @@ def build(lab):
         ver = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True).stdout.strip()
         progs[flavour] = ([exe], "%s (%s %s)" % (cc, pkg, ver or "?"))
-    r = subprocess.run([PY, "-c", "from mpi4py import MPI; import mpi4py; print(mpi4py.__version__, "
-                        "MPI.Get_library_version().split(',')[0].strip())"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **OMPI_ENV))
+    # Open MPI's singleton leaves its session directory in TMPDIR: one of ours.
+    with tempfile.TemporaryDirectory(prefix="dist-bind-mpi4py.") as tmp:
+        r = subprocess.run([PY, "-c", "from mpi4py import MPI; import mpi4py; print(mpi4py.__version__, "
+                            "MPI.Get_library_version().split(',')[0].strip())"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, TMPDIR=tmp, **OMPI_ENV))
     if r.returncode == 0:
         progs["mpi4py"] = ([PY, os.path.join(PROBES, "mpi4py_probe.py")], "mpi4py " + r.stdout.strip())
     else:
