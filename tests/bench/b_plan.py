@@ -131,8 +131,11 @@ def lab_figures(figures):
               "%.0fx dist-bind's plan + writes" % (peer_ns / 1e3, peer_ns / figures["total"]))
 
         job = ["-N2", "-n5", "--gpus-per-task=1"]
-        r = judge(lambda db: timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0], SRUN_GOAL,
-                  18, 60)
+        def run(db):
+            lab.wait_no_jobs()  # timed from a moment slurmctld holds no job, as in b_scale
+            return timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0]
+
+        r = judge(run, SRUN_GOAL, 18, 60)
         print("srun -N2 -n5 --gpus-per-task=1 true (%d triples: without, with, without again)" % r.n)
         print("  without --dist-bind: %7.1f ms (median)" % (r.without * 1e3))
         print("  with    --dist-bind: %7.1f ms (median)" % (r.with_ * 1e3))

@@ -63,6 +63,9 @@ def mem_available_kib():
 
 
 def timed_srun(lab, args, cmd, env=None, timeout=300):
+    """srun's wall time, from a moment slurmctld holds no job (Lab.wait_no_jobs):
+    no srun pays for the previous one's nodes still completing."""
+    lab.wait_no_jobs()
     t0 = time.perf_counter()
     r = lab.srun(args, cmd, env=env, timeout=timeout)
     return time.perf_counter() - t0, r

@@ -62,10 +62,12 @@ def judge(run, goal, first, most, key=lambda x: x):
       within-noise  the ratio is over the goal but the interval, after
                     `most` triples, still holds it: this run cannot tell.
     The median of the triples' own ratios, not the ratio of the medians: at
-    64 nodes on 2 cores srun's wall time is bimodal (about a third of the
-    runs take 0.7 s longer, with and without --dist-bind alike), and which
-    side more of the slow runs fall on moved that ratio by 0.2 between runs
-    of 16 pairs."""
+    64 nodes on 2 cores srun's wall time was bimodal (an srun started while
+    the last job's nodes were still completing waited for them, 0.3 to 0.7
+    s more, with and without --dist-bind alike; the benches now start each
+    srun once slurmctld holds no job, Lab.wait_no_jobs), and which side
+    more of the slow runs fell on moved that ratio by 0.2 between runs of
+    16 pairs."""
     trips = triples(run, first)
     while True:
         p = Paired(trips, key)
