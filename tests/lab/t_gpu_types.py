@@ -14,7 +14,10 @@ from labkit import Lab, Test, check_mapping, bound_own
 
 t = Test("gpu-types")
 with Lab(gpu_types=True) as lab:
-    job = "-N1 -n2 --gpus-per-task=a100:1,v100:1"
+    # On node1 every time: a job started while the last one's node is still
+    # completing goes to the other node, and the check compares each task
+    # with the same task without --dist-bind, node included.
+    job = "-N1 -w node1 -n2 --gpus-per-task=a100:1,v100:1"
     base = lab.table(job)
     t.eq([len((base[r]["CUDA_VISIBLE_DEVICES"] or "").split(",")) for r in sorted(base)], [2, 2],
          "baseline: Slurm binds two GPUs to each task")

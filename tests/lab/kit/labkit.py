@@ -422,7 +422,8 @@ class Lab:
             if r.returncode == 0 and not r.stdout.strip():
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError("slurmctld still holds a job %d s on: %s" % (timeout, r.stdout.split()[:5]))
+                raise RuntimeError("squeue failed %d s on: %s" % (timeout, r.stderr.strip()[-300:]) if r.returncode
+                                   else "slurmctld still holds jobs %s %d s on" % (r.stdout.split()[:5], timeout))
             time.sleep(0.02)
 
     def srun(self, args, cmd, env=None, timeout=60):
