@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
-from benchkit import goal, judge, missed, shown  # noqa: E402
+from benchkit import goal, judge, missed, shown, srun_wall  # noqa: E402
 
 BASELINE = "e50afc0"  # tests/bench/build.mk: BASELINE_REV
 BENCH = os.path.join(ROOT, "build", "bench", "bench_plan")
@@ -118,11 +118,6 @@ def timed(fn, n):
 def lab_figures(figures):
     from labkit import Lab
 
-    def srun(lab, argv):
-        r = lab.run(["srun"] + argv)
-        if r.returncode != 0:
-            raise RuntimeError("srun %s: exit %d: %s" % (" ".join(argv), r.returncode, r.stderr.strip()[-300:]))
-
     with Lab() as lab:
         peer = timed(lambda: subprocess.run(["scontrol", "show", "hostnames", "node[1-2]"], env=lab.env,
                                             stdout=subprocess.DEVNULL, check=True), 20)
@@ -130,12 +125,8 @@ def lab_figures(figures):
         print("MASTER_ADDR the peers' way: scontrol show hostnames: %.1f us per task (median of 20), "
               "%.0fx dist-bind's plan + writes" % (peer_ns / 1e3, peer_ns / figures["total"]))
 
-        job = ["-N2", "-n5", "--gpus-per-task=1"]
-        def run(db):
-            lab.wait_no_jobs()  # timed from a moment slurmctld holds no job, as in b_scale
-            return timed(lambda: srun(lab, job + ["--dist-bind"] * db + ["true"]), 1)[0]
-
-        r = judge(run, SRUN_GOAL, 18, 60)
+        job = "-N2 -n5 --gpus-per-task=1"
+        r = judge(lambda db: srun_wall(lab, job + " --dist-bind" * db, timeout=60), SRUN_GOAL, 18, 60)
         print("srun -N2 -n5 --gpus-per-task=1 true (%d triples: without, with, without again)" % r.n)
         print("  without --dist-bind: %7.1f ms (median)" % (r.without * 1e3))
         print("  with    --dist-bind: %7.1f ms (median)" % (r.with_ * 1e3))

@@ -32,14 +32,13 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lab", "kit"))
 import labkit  # noqa: E402
 from runtimekit import CHECK, WORKER  # noqa: E402
-from benchkit import goal, judge, missed, shown  # noqa: E402
+from benchkit import goal, judge, missed, shown, srun_wall, timed_srun  # noqa: E402
 
 HINTS = os.path.join(ROOT, "build", "bench", "bench_hints")
 NODES = (2, 16, 64)
@@ -62,15 +61,6 @@ def mem_available_kib():
     return 0
 
 
-def timed_srun(lab, args, cmd, env=None, timeout=300):
-    """srun's wall time, from a moment slurmctld holds no job (Lab.wait_no_jobs):
-    no srun pays for the previous one's nodes still completing."""
-    lab.wait_no_jobs()
-    t0 = time.perf_counter()
-    r = lab.srun(args, cmd, env=env, timeout=timeout)
-    return time.perf_counter() - t0, r
-
-
 def worker_fields(stdout):
     """Rank 0's BENCH and INIT figures (srun --label: "0: BENCH ...")."""
     f = {}
@@ -85,15 +75,9 @@ def one_size(n):
     job = "-N%d -n%d --gpus-per-task=1" % (n, n * PER_NODE)
     with labkit.Lab(nodes=n) as lab:
         print("== %d nodes: srun %s" % (n, job))
-        # srun's wall time, in triples (benchkit.srun_ratio).
-        def run(db):
-            took, r = timed_srun(lab, job + " --dist-bind" * db, ["true"])
-            if r.returncode != 0:
-                raise RuntimeError("srun %s%s failed (rc %d): %s" % (job, " --dist-bind" * db, r.returncode,
-                                                                     r.stderr.strip()[-300:]))
-            return took
+        # srun's wall time, in triples (benchkit.judge).
         try:
-            r = judge(run, SRUN_GOAL, *TRIPLES[n])
+            r = judge(lambda db: srun_wall(lab, job + " --dist-bind" * db), SRUN_GOAL, *TRIPLES[n])
         except RuntimeError as e:
             print(e)
             goal("srun ratio, %d nodes" % n, "srun failed", "<= %g" % SRUN_GOAL, False)

@@ -2,6 +2,7 @@
 side, with the run's own noise floor beside it."""
 import random
 import statistics
+import time
 
 # Every order of (without, with, without again), one after another in this
 # order: over the six each run is as often first, second and third, and
@@ -32,6 +33,24 @@ class Paired:
         rng = random.Random(20261207)
         ms = sorted(statistics.median(rng.choices(self.ratios, k=self.n)) for _ in range(resamples))
         return ms[int(0.025 * resamples)], ms[int(0.975 * resamples) - 1]
+
+
+def timed_srun(lab, args, cmd, env=None, timeout=300):
+    """(wall time, CompletedProcess) of lab.srun(args, cmd), timed from a
+    moment slurmctld holds no job (Lab.wait_no_jobs): no srun pays for the
+    previous one's nodes still completing."""
+    lab.wait_no_jobs()
+    t0 = time.perf_counter()
+    r = lab.srun(args, cmd, env=env, timeout=timeout)
+    return time.perf_counter() - t0, r
+
+
+def srun_wall(lab, args, timeout=300):
+    """timed_srun's wall time of `srun ARGS true`; RuntimeError when it fails."""
+    took, r = timed_srun(lab, args, ["true"], timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError("srun %s true failed (rc %d): %s" % (args, r.returncode, r.stderr.strip()[-300:]))
+    return took
 
 
 def triples(run, n, start=0):
