@@ -1,6 +1,6 @@
 /*
- * srun side: its command line, read once, and the messages srun's user
- * sees on request (srun_common.h).
+ * srun side: its command line, read once, its words to the nodes, and the
+ * messages srun's user sees on request (srun_common.h).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -52,4 +52,34 @@ void db_local_say(const db_request *eff, const char *fmt, ...) {
         slurm_spank_log(DB_PREFIX "%s", msg);
     else
         slurm_verbose(DB_PREFIX "%s", msg);
+}
+
+/* Until db_srun_words_route says srun passes its whole environment. */
+static int carry = 1;
+
+void db_srun_words_route(const struct db_cmdline *cl) {
+    const int complete = cl && cl->complete;
+    carry = !complete || !db_srun_exports_all(cl->argc, cl->argv, getenv("SLURM_EXPORT_ENV"));
+}
+
+/* DB_CARRIED(word) for a word known only at run time; NULL where too long. */
+static const char *carried(const char *word, char *buf, size_t len) {
+    int n = snprintf(buf, len, "%s%s", DB_WORD_PREFIX, word);
+    return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+int db_srun_pass(const char *word, const char *value) {
+    char buf[64];
+    const char *name;
+    if (setenv(word, value, 1) != 0) return -1;
+    if (!carry) return 0;
+    name = carried(word, buf, sizeof buf);
+    return name && setenv(name, value, 1) == 0 ? 0 : -1;
+}
+
+void db_srun_drop(const char *word) {
+    char buf[64];
+    const char *name = carried(word, buf, sizeof buf);
+    unsetenv(word);
+    if (name) unsetenv(name);
 }

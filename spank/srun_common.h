@@ -17,6 +17,17 @@ struct db_cmdline {
 void db_cmdline_read(struct db_cmdline *cl);
 void db_cmdline_free(struct db_cmdline *cl);
 
+/* srun's words to the nodes (DB_WORD_PREFIX in db_core.h).  First, from
+ * srun's command line (NULL: unread) and SLURM_EXPORT_ENV, whether srun
+ * passes its whole environment; where it does not, or that cannot be
+ * told, each word is also set under its carried name. */
+void db_srun_words_route(const struct db_cmdline *cl);
+/* One word into srun's environment: 0, or -1 where setenv failed. */
+int db_srun_pass(const char *word, const char *value);
+/* Takes a word (both names) out of srun's environment: never pass on a
+ * value from the user's or an enclosing task's environment. */
+void db_srun_drop(const char *word);
+
 /* A message the user sees with --dist-bind=...,verbose (and otherwise
  * with srun -v). */
 void db_local_say(const db_request *eff, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

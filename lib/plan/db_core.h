@@ -67,6 +67,24 @@ typedef struct db_config {
     char topology_cache[DB_PATH_MAX];
 } db_config;
 
+/* How srun's words reach the nodes: variables of srun's environment, which
+ * srun merges into the step's.  With --export=NONE or a list without ALL
+ * (also SLURM_EXPORT_ENV=NONE, which every srun inside `sbatch
+ * --export=NONE` inherits) srun drops every variable of its environment but
+ * those whose names start with SLURM (measured on 22.05, 24.11 and 26.05:
+ * tests/lab/t_export.py).  So srun passes each word under its name, and
+ * where its --export drops that (db_srun_exports_all), under
+ * DB_CARRIED(name) too; the nodes read the carried name first, and remove
+ * both from every task (srun_words.cc). */
+#define DB_WORD_PREFIX "SLURM_"
+#define DB_CARRIED(word) DB_WORD_PREFIX word
+
+/* srun (init_post_opt): does srun pass its whole environment to the step:
+ * every component's --export (the last one given, else `export_env`,
+ * SLURM_EXPORT_ENV, else ALL) has ALL as its first item (any case)?  1 or
+ * 0; 0 also where that cannot be told (a command line cut short). */
+int db_srun_exports_all(int argc, const char *const *argv, const char *export_env);
+
 /* Variable srun uses to hand rank 0's address (formed per master_addr=) to
  * the nodes, from the step's layout: only srun knows where rank 0 runs with
  * -m arbitrary, or where Slurm (26.05+) places rank 0 by network topology.
@@ -147,7 +165,10 @@ int db_srun_hint(const char *task_plugins, int argc, const char *const *argv, co
 
 /* srun draws a secret for each step (64 hex digits) and hands it to the
  * tasks in this variable; libdistbind's TCP bootstrap lets only ranks that
- * know it join the step, and takes it out of the program's environment. */
+ * know it join the step, and takes it out of the program's environment.
+ * Carried like srun's other words: a task whose DB_SECRET_VAR is not the
+ * carried one (dropped by --export) gets the carried one, and the carried
+ * name is removed from every task. */
 #define DB_SECRET_VAR "DIST_BIND_SECRET"
 
 /* Set in every task with the values dist-bind chose, so that an srun run

@@ -101,10 +101,11 @@ bool tres_gpu_count(std::string_view tres, uint64_t &k) {
 // the first word is the cluster's, the same in each; the rest is this
 // node's component's.
 Devices read_devices_hint(const db_node_input &in, const EnvIndex &env, NodePlan &np) {
-    const char *hint = env.get(DB_DEVICES_HINT);
+    const SrunWord word = srun_word(env, DB_CARRIED(DB_DEVICES_HINT));
+    const char *hint = word.value;
     if (!hint) return Devices::Unknown;
     auto bad = [&] {
-        return Error(quoted(DB_DEVICES_HINT, hint) +
+        return Error(quoted(word.name, hint) +
                      ": expected \"none\" or \"cgroup\", then \",task-sharing\" and \",gpus-per-task=K\", "
                      "once per component of a heterogeneous step, ';' between them (srun sets it)");
     };

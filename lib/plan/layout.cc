@@ -67,10 +67,10 @@ std::vector<uint32_t> node_ranks_of_layout(uint32_t nnodes, uint32_t ntasks, con
     return rank_of_node;
 }
 
-NodeRank parse_node_ranks(const char *value, uint32_t nnodes, uint32_t node_id) {
+NodeRank parse_node_ranks(const char *name, const char *value, uint32_t nnodes, uint32_t node_id) {
     const std::string_view v(value);
     auto bad = [&](const std::string &why) {
-        return Error(quoted(DB_NODE_RANKS_HINT, v) + ": " + why + "; expected a permutation of 0.." +
+        return Error(quoted(name, v) + ": " + why + "; expected a permutation of 0.." +
                      std::to_string(nnodes ? nnodes - 1 : 0) + " (the NODE_RANK of each of the step's " +
                      std::to_string(nnodes) +
                      " nodes, in Slurm's node order, as numbers and ranges A-B separated by commas), "

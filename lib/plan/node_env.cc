@@ -143,14 +143,14 @@ void plan_node_env(const EnvIndex &env, NodePlan &np) {
             const std::string t = kTwin + kv.first;
             if (marked || !env.get(t)) b.set(t, kv.second);
         }
-    if (const char *secret = env.get(DB_SECRET_VAR)) b.set(std::string(kTwin) + DB_SECRET_VAR, secret);
+    if (const char *secret = step_secret(env)) b.set(std::string(kTwin) + DB_SECRET_VAR, secret);
     out->nsets = out->vars.size();
 
     // What the task plan unsets alike: srun's hints, what an enclosing
     // step's dist-bind left and no task sets, and their twins.
     std::vector<std::string> gone;
-    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
-        if (env.get(hint)) gone.emplace_back(hint);
+    for (const char *word : kSrunWordsGone)
+        if (env.get(word)) gone.emplace_back(word);
     if (inherited)
         for (const char *name : kOwnVars)
             if (env.get(name) && never_set(np, name)) gone.emplace_back(name);

@@ -258,8 +258,10 @@ std::string torchrun_endpoint(const NodePlan &np);
 // srun (A : B) as the range [opts_begin, opts_end) of argv holding its
 // options, without its program; one component for a plain srun.
 // *async (may be null) is set when a component asks for --async.
+// export_value: the component's last --export value, or null.
 struct SrunComponent {
     size_t opts_begin, opts_end;
+    const char *export_value;
 };
 std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bool *async);
 
@@ -279,9 +281,10 @@ NodePlan het_task_view(const NodePlan &np, TaskEnv &task);
 // the node that runs rank 0; throws db::Error for a layout that is not one.
 std::vector<uint32_t> node_ranks_of_layout(uint32_t nnodes, uint32_t ntasks, const uint16_t *tasks,
                                            const uint32_t *const *tids, uint32_t &rank0_node);
-// Node `node_id`'s rank from DB_NODE_RANKS_HINT, which must be a permutation
-// of 0..nnodes-1 (throws db::Error naming the variable otherwise).
-NodeRank parse_node_ranks(const char *value, uint32_t nnodes, uint32_t node_id);
+// Node `node_id`'s rank from DB_NODE_RANKS_HINT (read under `name`), which
+// must be a permutation of 0..nnodes-1 (throws db::Error naming the
+// variable otherwise).
+NodeRank parse_node_ranks(const char *name, const char *value, uint32_t nnodes, uint32_t node_id);
 
 // GPUs per task as srun and Slurm write them: --gpus-per-task and
 // SLURM_GPUS_PER_TASK ("2", "a100:2", from 25.05 "a100:1,v100:1"), and the
@@ -290,6 +293,20 @@ NodeRank parse_node_ranks(const char *value, uint32_t nnodes, uint32_t node_id);
 // as Slurm binds their sum per task.  false: a part that names no count
 // (or 0, or more than kMaxGpusPerTask in all); k = 0: no GPUs named.
 constexpr uint64_t kMaxGpusPerTask = 1u << 20;
+// One of srun's words as a node reads it (DB_WORD_PREFIX in db_core.h):
+// `carried` is its DB_CARRIED name, read first, then its plain name.
+// `name` says which it was read under; nullptr both where srun passed
+// neither.
+struct SrunWord {
+    const char *name = nullptr;
+    const char *value = nullptr;
+};
+SrunWord srun_word(const EnvIndex &env, const char *carried);
+// Every name srun's words travel under: each task's plan removes them.
+extern const char *const kSrunWordsGone[9];
+// The step's secret as srun drew it (carried, else DB_SECRET_VAR).
+const char *step_secret(const EnvIndex &env);
+
 // What to do where srun's word is missing (plan_node.cc): by the version
 // srun's dist-bind announced (DB_SRUN_VERSION_HINT), where it differs from
 // this node's, both named; else where srun's plugstack.conf lacks it.

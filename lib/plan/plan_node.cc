@@ -96,7 +96,7 @@ const char *users(const EnvIndex &env, const char *name, const std::string &inhe
 // srun's dist-bind release, as srun announced it, where it is not this
 // node's; nullptr where srun said none or the same.
 const char *other_srun_release(const EnvIndex &env) {
-    const char *said = env.get(DB_SRUN_VERSION_HINT);
+    const char *said = srun_word(env, DB_CARRIED(DB_SRUN_VERSION_HINT)).value;
     return said && std::strcmp(said, DISTBIND_VERSION_STRING) != 0 ? said : nullptr;
 }
 
@@ -104,13 +104,13 @@ const char *other_srun_release(const EnvIndex &env) {
 
 std::string srun_fix(const EnvIndex &env) {
     const std::string mine = DISTBIND_VERSION_STRING;
-    const char *said = env.get(DB_SRUN_VERSION_HINT);
+    const char *said = srun_word(env, DB_CARRIED(DB_SRUN_VERSION_HINT)).value;
     if (const char *other = other_srun_release(env))
         return std::string("srun's dist-bind is ") + other + ", this node's " + mine +
                ": the login nodes and every node of a step need the same dist-bind (upgrade the older)";
     // srun's devices word (every release sets it for rank, closest and
     // isolate) without its version: a release before 0.2.0.
-    if (!said && env.get(DB_DEVICES_HINT))
+    if (!said && srun_word(env, DB_CARRIED(DB_DEVICES_HINT)).value)
         return "srun's dist-bind is older than this node's " + mine +
                " (0.1.0 or earlier: it does not say its version): the login nodes and every node of a step need "
                "the same dist-bind (upgrade the package srun loads)";
@@ -128,10 +128,10 @@ void plan_node_rank(const db_node_input &in, const EnvIndex &env, const std::vec
     const std::string step = step_name(in.job_id, in.step_id);
     const std::string lowest =
         in.lowest_rank == 0 ? "rank 0" : "no rank 0 (its lowest is " + std::to_string(in.lowest_rank) + ")";
-    if (const char *hint = env.get(DB_NODE_RANKS_HINT)) {
-        np.node_rank = parse_node_ranks(hint, in.nnodes, in.node_id);
+    if (const SrunWord hint = srun_word(env, DB_CARRIED(DB_NODE_RANKS_HINT)); hint.value) {
+        np.node_rank = parse_node_ranks(hint.name, hint.value, in.nnodes, in.node_id);
         if (in.lowest_rank_known && (in.lowest_rank == 0) != (np.node_rank.rank == 0))
-            throw Error(quoted(DB_NODE_RANKS_HINT, hint) + " makes node " + np.host + " node rank " +
+            throw Error(quoted(hint.name, hint.value) + " makes node " + np.host + " node rank " +
                         std::to_string(np.node_rank.rank) + " of step " + step + ", but it runs " + lowest +
                         ": the value does not describe this step (was it exported before srun?)");
         return;
@@ -166,7 +166,7 @@ void plan_master(const db_config &cfg, const db_node_input &in, const EnvIndex &
     const auto inherited = inherited_master(env.get(DB_MASTER_MARK));
     const char *user_addr = users(env, "MASTER_ADDR", inherited.first);
     // srun's word reaches only one component of a heterogeneous step.
-    const char *hint = np.het ? nullptr : env.get(DB_RANK0_HINT);
+    const char *hint = np.het ? nullptr : srun_word(env, DB_CARRIED(DB_RANK0_HINT)).value;
     if (user_addr) {
         np.master_addr = user_addr;
         np.master_addr_from = "set by user";

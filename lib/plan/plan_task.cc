@@ -2,6 +2,7 @@
 // variables, the task's own GPUs and the lists it is shown, the verbose
 // line, and what an enclosing step's dist-bind left behind.
 #include <algorithm>
+#include <cstring>
 
 #include "plan.hh"
 #include "record.hh"
@@ -335,8 +336,8 @@ void set_rank_vars(const NodePlan &np, const TaskEnv &task, TaskPlan &tp) {
     set("RANK", std::to_string(task.global_rank));
     set("LOCAL_RANK", std::to_string(task.local_rank));
     shared_rank_vars(np, true, set);
-    for (const char *hint : {DB_RANK0_HINT, DB_NODE_RANKS_HINT, DB_DEVICES_HINT, DB_SRUN_VERSION_HINT})
-        if (task.env.get(hint)) tp.unset.emplace_back(hint);
+    for (const char *word : kSrunWordsGone)
+        if (task.env.get(word)) tp.unset.emplace_back(word);
     // torchrun reads its flags and their PET_<FLAG> defaults only; one srun
     // task is one of its agents ("nodes").  Defaults: a flag the user types
     // wins (the endpoint follows a typed master), so does a PET_ value
@@ -367,6 +368,14 @@ std::string changed_before(const NodePlan &np, const TaskEnv &task) {
 }
 
 TaskPlan plan_task(const NodePlan &np, const TaskEnv &task);
+
+// The step's secret where srun's --export dropped DB_SECRET_VAR: srun's
+// draw, carried.  Outside the record, as libdistbind takes it out of the
+// environment.
+void pass_secret(const TaskEnv &task, TaskPlan &tp) {
+    const char *word = task.env.get(DB_CARRIED(DB_SECRET_VAR)), *var = task.env.get(DB_SECRET_VAR);
+    if (word && (!var || std::strcmp(word, var) != 0)) tp.set.emplace_back(DB_SECRET_VAR, word);
+}
 
 }  // namespace
 
@@ -480,6 +489,7 @@ TaskPlan task_plan(const NodePlan &np, const db_task_input &in) {
     // part of its plan.
     TaskEnv task(np, in);
     TaskPlan tp = np.het && np.active ? plan_task(het_task_view(np, task), task) : plan_task(np, task);
+    if (np.active) pass_secret(task, tp);
     add_apptainer_twins(task, tp);
     drop_node_writes(np, task, tp);
     if (!tp.verbose.empty())

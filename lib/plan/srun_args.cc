@@ -3,12 +3,13 @@
 // option's value; a heterogeneous srun's components are separated by the
 // word ":", each with its options, program and arguments).  SPANK gives a
 // plugin no item for srun's options before the step exists, so
-// init_post_opt reads /proc/self/cmdline and this decides (--async, and
-// each component's options for DIST_BIND_SRUN_DEVICES).  The option names
-// are srun's in Slurm 26.05, the first release with --async; what matters
-// about each is whether it takes a value.
+// init_post_opt reads /proc/self/cmdline and this decides (--async, each
+// component's options for DIST_BIND_SRUN_DEVICES, and --export).  The
+// option names are srun's in Slurm 26.05, the first release with --async;
+// what matters about each is whether it takes a value.
 #include <algorithm>
 #include <cstring>
+#include <strings.h>
 #include <string_view>
 
 #include "plan.hh"
@@ -199,8 +200,9 @@ Long classify(std::string_view name) {
 
 // Where srun's options end in argv[begin, end): the index of the first
 // word that is neither an option nor an option's value (the program), or
-// `end`; *async is set when --async is among the options.
-size_t options_end(const char *const *argv, size_t begin, size_t end, bool *async) {
+// `end`; *async is set when --async is among the options, *export_value to
+// the last --export's value.
+size_t options_end(const char *const *argv, size_t begin, size_t end, bool *async, const char **export_value) {
     for (size_t i = begin; i < end; i++) {
         const std::string_view a = argv[i];
         if (a == "--") return i + 1 < end ? i + 1 : end;
@@ -209,6 +211,11 @@ size_t options_end(const char *const *argv, size_t begin, size_t end, bool *asyn
             const size_t eq = body.find('=');
             const Long kind = classify(body.substr(0, eq));
             if (kind == Long::Async && eq == std::string_view::npos && async) *async = true;
+            // Not ambiguous (classify): an abbreviation of "export" is one
+            // of that option only.
+            const std::string_view name = body.substr(0, eq);
+            if (kind == Long::Value && std::string_view("export").substr(0, name.size()) == name)
+                *export_value = eq != std::string_view::npos ? argv[i] + 3 + eq : i + 1 < end ? argv[i + 1] : "";
             if (kind == Long::Value && eq == std::string_view::npos) i++;  // its value is the next word
         } else if (a.size() > 1 && a[0] == '-') {
             // A cluster of short options ("-lN2"): a value ends it.
@@ -237,10 +244,11 @@ std::vector<SrunComponent> srun_components(int argc, const char *const *argv, bo
     while (begin <= n) {
         // srun reads each component's options with getopt, then its program
         // and arguments up to the next word ":".
-        const size_t opts_end = options_end(argv, begin, n, async);
+        const char *export_value = nullptr;
+        const size_t opts_end = options_end(argv, begin, n, async, &export_value);
         size_t next = opts_end;
         while (next < n && std::string_view(argv[next]) != ":") next++;
-        out.push_back({begin, std::min(opts_end, next)});
+        out.push_back({begin, std::min(opts_end, next), export_value});
         begin = next + 1;
     }
     return out;
@@ -258,4 +266,19 @@ extern "C" int db_srun_async(int argc, const char *const *argv) {
         return 0;
     }
     return async;
+}
+
+extern "C" int db_srun_exports_all(int argc, const char *const *argv, const char *export_env) {
+    if (!argv || argc < 1) return 0;
+    try {
+        for (const db::SrunComponent &c : db::srun_components(argc, argv, nullptr)) {
+            const char *v = c.export_value ? c.export_value : export_env;
+            if (!v) continue;  // srun's default: ALL
+            const std::string_view first = std::string_view(v).substr(0, std::string_view(v).find(','));
+            if (first.size() != 3 || strncasecmp(first.data(), "ALL", 3) != 0) return 0;
+        }
+        return 1;
+    } catch (...) {
+        return 0;  // out of memory: carry the words, which costs nothing wrong
+    }
 }

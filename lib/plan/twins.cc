@@ -64,7 +64,7 @@ void add_apptainer_twins(const TaskEnv &task, TaskPlan &tp) {
     }
     // The step's secret comes from srun, not from the plan; libdistbind
     // takes the twin out of the environment with it.
-    const char *secret = task.env.get(DB_SECRET_VAR);
+    const char *secret = step_secret(task.env);
     if (nplanned && secret && !node_holds_twin(task, tp, node, DB_SECRET_VAR, secret))
         tp.set.emplace_back(twin_of(DB_SECRET_VAR), secret);
     for (size_t i = 0; i < nunset; i++) {

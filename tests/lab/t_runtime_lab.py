@@ -9,20 +9,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import Lab, Test  # noqa: E402
-from runtimekit import WORKER, Installed, need  # noqa: E402
+from runtimekit import WORKER, Installed, need, worker_results as results  # noqa: E402
 
 need(WORKER)
 t = Test("runtime-lab")
 SEED = "-N2 -n5 --gpus-per-task=1"
-
-
-def results(stdout):
-    out = {}
-    for line in stdout.splitlines():
-        f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
-        if line.startswith("OK ") and "rank" in f:
-            out[int(f["rank"])] = f
-    return out
 
 
 with Lab() as lab, Installed() as inst:

@@ -426,6 +426,52 @@ START_TEST(async_row) {
 }
 END_TEST
 
+/* Does srun pass its whole environment (then srun's words need no carried
+ * copy): every component's last --export, else SLURM_EXPORT_ENV, has ALL
+ * first (measured: ALL, all, ALL,X=1 pass everything; NONE, X=1 and
+ * SLURM_EXPORT_ENV=NONE only SLURM*; X=1,ALL passes everything too, but
+ * is taken for a list, which only costs the copies). */
+static const struct {
+    const char *args, *export_env;
+    int all;
+} export_rows[] = {
+    {"srun prog", NULL, 1},
+    {"srun --export=ALL prog", NULL, 1},
+    {"srun --export=all prog", NULL, 1},
+    {"srun --export=ALL,FOO=1 prog", NULL, 1},
+    {"srun --export ALL prog", NULL, 1},
+    {"srun --export=NONE prog", NULL, 0},
+    {"srun --export NONE prog", NULL, 0},
+    {"srun --expo=NONE prog", NULL, 0}, /* getopt_long takes an abbreviation */
+    {"srun --export=FOO=1 prog", NULL, 0},
+    {"srun --export=FOO=1,ALL prog", NULL, 0},
+    {"srun --export=ALLX prog", NULL, 0},
+    {"srun --export= prog", NULL, 0},
+    {"srun prog", "NONE", 0},
+    {"srun prog", "ALL", 1},
+    {"srun --export=ALL prog", "NONE", 1},             /* the command line wins */
+    {"srun --export=NONE --export=ALL prog", NULL, 1}, /* the last one */
+    {"srun --export=ALL --export=NONE prog", NULL, 0},
+    {"srun prog --export=NONE", NULL, 1},            /* the program's */
+    {"srun -J --export=NONE prog", NULL, 1},         /* the job's name */
+    {"srun -n1 prog : --export=NONE prog", NULL, 0}, /* any component's */
+    {"srun --export=NONE prog : -n1 prog", "ALL", 0},
+    {"srun --export", NULL, 0}, /* no value: srun refuses it */
+    {"srun", NULL, 1},          /* srun's default */
+    {"", NULL, 0},
+};
+
+START_TEST(export_row) {
+    char **argv = NULL;
+    int argc = make_argv(export_rows[_i].args, &argv);
+    ck_assert_msg(
+        db_srun_exports_all(argc, (const char *const *)argv, export_rows[_i].export_env) == export_rows[_i].all,
+        "\"%s\" (SLURM_EXPORT_ENV %s): want %d", export_rows[_i].args,
+        export_rows[_i].export_env ? export_rows[_i].export_env : "unset", export_rows[_i].all);
+    free_env(argv);
+}
+END_TEST
+
 /* A node's own word on device cgroups: its TaskPlugin and its cgroup.conf
  * as slurm_print_key_pairs() prints it. */
 static const struct {
@@ -537,6 +583,7 @@ int main(void) {
     tcase_add_loop_test(tc, layout_row, 0, (int)(sizeof layout_rows / sizeof layout_rows[0]));
     tcase_add_test(tc, layout_sizes);
     tcase_add_loop_test(tc, async_row, 0, (int)(sizeof async_rows / sizeof async_rows[0]));
+    tcase_add_loop_test(tc, export_row, 0, (int)(sizeof export_rows / sizeof export_rows[0]));
     tcase_add_loop_test(tc, devices_row, 0, (int)(sizeof devices_rows / sizeof devices_rows[0]));
     tcase_add_loop_test(tc, srun_hint_row, 0, (int)(sizeof hint_rows / sizeof hint_rows[0]));
     suite_add_tcase(s, tc);

@@ -19,7 +19,7 @@ struct row {
     const char *step_env; /* "K=V|K=V" */
     uint32_t rank, local;
     const char *task_env;
-    const char *want;    /* "K=V|..."; "-K": not set; "~K": unset; "!": nothing at all */
+    const char *want;    /* "K=V|..."; "-K": not set; "~K": unset; "^K=S": set, S not in it; "!": nothing */
     const char *err;     /* expected error: '&'-separated substrings */
     const char *verbose; /* substring of the verbose line */
 };
@@ -128,6 +128,15 @@ static const struct row rows[] = {
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node2" GPUS("0,1,2,3"), 1, 0,
      TASK("0,1,2,3") "|" DB_RANK0_HINT "=node2",
      RANKVARS("1", "5", "0", "2", "0", "2") "|MASTER_ADDR=node2|~" DB_RANK0_HINT, NULL, NULL},
+    /* srun's --export dropped the plain names: the carried ones (SLURM_...) */
+    {"arbitrary with srun's carried hint", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_CARRIED(DB_RANK0_HINT) "=node2" GPUS("0,1,2,3"), 1, 0,
+     TASK("0,1,2,3") "|" DB_CARRIED(DB_RANK0_HINT) "=node2",
+     RANKVARS("1", "5", "0", "2", "0", "2") "|MASTER_ADDR=node2|~" DB_CARRIED(DB_RANK0_HINT), NULL, NULL},
+    {"arbitrary: the carried hint before the plain one", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_RANK0_HINT "=node9|" DB_CARRIED(DB_RANK0_HINT) "=node2", 1, 0,
+     DB_RANK0_HINT "=node9|" DB_CARRIED(DB_RANK0_HINT) "=node2",
+     "MASTER_ADDR=node2|~" DB_RANK0_HINT "|~" DB_CARRIED(DB_RANK0_HINT), NULL, NULL},
     {"arbitrary without hint", "", "", 7, 0, 2, 0, 5, 2, STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary", 1, 0, "", NULL,
      "MASTER_ADDR&arbitrary&" DB_RANK0_HINT, NULL},
     {"arbitrary, user's MASTER_ADDR needs no hint", "", "", 7, 0, 2, 0, 5, 2,
@@ -142,6 +151,14 @@ static const struct row rows[] = {
      RANKVARS("3", "5", "1", "2", "1", "2") "|MASTER_ADDR=node2|~" DB_NODE_RANKS_HINT, NULL, NULL},
     {"arbitrary: node2 is node rank 0", "verbose", "", 7, 0, 2, 1, 5, 3, ARB LOWEST(0), 0, 0, "",
      RANKVARS("0", "5", "0", "3", "0", "2") "|MASTER_ADDR=node2", NULL, "node_rank=0/2 (srun's layout)"},
+    {"arbitrary: node ranks carried", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_CARRIED(DB_RANK0_HINT) "=node2|" DB_CARRIED(
+         DB_NODE_RANKS_HINT) "=1,0" LOWEST(1),
+     3, 1, DB_CARRIED(DB_NODE_RANKS_HINT) "=1,0",
+     RANKVARS("3", "5", "1", "2", "1", "2") "|MASTER_ADDR=node2|~" DB_CARRIED(DB_NODE_RANKS_HINT), NULL, NULL},
+    {"arbitrary: bad carried node ranks named", "", "", 7, 0, 2, 0, 5, 2,
+     STEP2("2,3") "|" DB_NODE_RANKS_HINT "=1,0|" DB_CARRIED(DB_NODE_RANKS_HINT) "=0,0" LOWEST(1), 1, 0, "", NULL,
+     DB_CARRIED(DB_NODE_RANKS_HINT) "=\"0,0\"", NULL},
     {"arbitrary: the same without knowing the node's ranks", "", "", 7, 0, 2, 1, 5, 3, ARB, 4, 2, "",
      RANKVARS("4", "5", "2", "3", "0", "2"), NULL, NULL},
 /* 26.05, topology/tree: rank 0 on gpu03, then gpu04, gpu01, gpu02 (2 tasks each). */
@@ -178,6 +195,9 @@ static const struct row rows[] = {
     {"srun of another release, no rank 0 for arbitrary", "", "", 7, 0, 2, 0, 5, 2,
      STEP2("2,3") "|SLURM_DISTRIBUTION=arbitrary|" DB_SRUN_VERSION_HINT "=0.9.1", 1, 0, "", NULL,
      "MASTER_ADDR&" DB_RANK0_HINT "&srun's dist-bind is 0.9.1, this node's " DISTBIND_VERSION_STRING, NULL},
+    {"srun of another release, its version carried", "", "", 7, 0, 4, 2, 8, 2,
+     NOHINT4 "|" DB_CARRIED(DB_SRUN_VERSION_HINT) "=0.9.1" LOWEST(0), 0, 0, "", NULL,
+     "srun's dist-bind is 0.9.1, this node's " DISTBIND_VERSION_STRING "&the same dist-bind", NULL},
     {"srun of another release, nothing missing", "verbose", "", 7, 0, 2, 1, 5, 2,
      SEED_N2 "|" DB_SRUN_VERSION_HINT "=0.9.1" LOWEST(3), 3, 0, TASK("0") "|" DB_SRUN_VERSION_HINT "=0.9.1",
      RANKVARS("3", "5", "0", "2", "1", "2") "|~" DB_SRUN_VERSION_HINT, NULL,
@@ -308,6 +328,9 @@ static const struct row rows[] = {
      "-CUDA_VISIBLE_DEVICES|DIST_BIND_DEVICE=0", NULL, NULL},
     {"cgroup, task sharing: bound, not confined", "", "", 7, 0, 2, 0, 5, 3,
      STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup,task-sharing", 1, 1, CG_TASK("1", "1"),
+     "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
+    {"cgroup, task sharing carried", "", "", 7, 0, 2, 0, 5, 3,
+     STEP2("3,2") GPUS("0,1,2") "|" DB_CARRIED(DB_DEVICES_HINT) "=cgroup,task-sharing", 1, 1, CG_TASK("1", "1"),
      "CUDA_VISIBLE_DEVICES=0,1,2|DIST_BIND_DEVICE=1|DIST_BIND_GPUS=1", NULL, NULL},
     {"cgroup, task sharing first task", "", "", 7, 0, 2, 0, 5, 3,
      STEP2("3,2") GPUS("0,1,2") "|" DB_DEVICES_HINT "=cgroup,task-sharing", 0, 0, CG_TASK("0", "0"),
@@ -673,6 +696,18 @@ static const struct row rows[] = {
      NULL, NULL},
     {"twins: the step's secret from srun", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
      "APPTAINERENV_DIST_BIND_SECRET=00ff|APPTAINERENV_RANK=1", NULL, NULL},
+    {"secret: carried only (--export dropped it)", "", "", 7, 0, 2, 0, 5, 3,
+     SEED_N1 "|" DB_CARRIED(DB_SECRET_VAR) "=00ff", 1, 1, TASK("1") "|" DB_CARRIED(DB_SECRET_VAR) "=00ff",
+     "DIST_BIND_SECRET=00ff|APPTAINERENV_DIST_BIND_SECRET=00ff|~" DB_CARRIED(
+         DB_SECRET_VAR) "|^DIST_BIND_SET=,DIST_BIND_SECRET:",
+     NULL, NULL},
+    {"secret: carried and plain alike", "", "", 7, 0, 2, 0, 5, 3,
+     SEED_N1 "|DIST_BIND_SECRET=00ff|" DB_CARRIED(DB_SECRET_VAR) "=00ff", 1, 1,
+     TASK("1") "|DIST_BIND_SECRET=00ff|" DB_CARRIED(DB_SECRET_VAR) "=00ff",
+     "-DIST_BIND_SECRET|APPTAINERENV_DIST_BIND_SECRET=00ff|~" DB_CARRIED(DB_SECRET_VAR), NULL, NULL},
+    {"secret: carried wins over another", "", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1,
+     TASK("1") "|DIST_BIND_SECRET=aaaa|" DB_CARRIED(DB_SECRET_VAR) "=00ff",
+     "DIST_BIND_SECRET=00ff|APPTAINERENV_DIST_BIND_SECRET=00ff|~" DB_CARRIED(DB_SECRET_VAR), NULL, NULL},
     {"twins: no secret without a plan", "off", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1") "|DIST_BIND_SECRET=00ff",
      "!", NULL, NULL},
     {"twins: env mode, Slurm's lists kept", "env", "", 7, 0, 2, 0, 5, 3, SEED_N1, 1, 1, TASK("1"),
@@ -831,6 +866,13 @@ START_TEST(plan_row) {
                 }
                 char *eq = strchr(tok, '=');
                 *eq = '\0';
+                if (tok[0] == '^') {
+                    at = plan_view_find(&v, tok + 1);
+                    ck_assert_msg(at >= 0 && v.values[at] && !strstr(v.values[at], eq + 1),
+                                  "%s: %s must be set without \"%s\" in it, got \"%s\"", r->name, tok + 1, eq + 1,
+                                  at >= 0 && v.values[at] ? v.values[at] : "(unset)");
+                    continue;
+                }
                 at = plan_view_find(&v, tok);
                 if (at < 0 && pv_same(pv_get(senv, tok), eq + 1)) {
                     /* The step held dist-bind's value already: nobody

@@ -205,14 +205,15 @@ static int c_srun(char *why, size_t len) {
     const char *env[] = {"SLURM_GPUS_PER_TASK=1", "SLURM_GRES_FLAGS=allow-task-sharing", NULL};
     char out[4096];
     int async = db_srun_async(10, srun_argv);
+    int all = db_srun_exports_all(10, srun_argv, "NONE");
     int hint = db_srun_hint("task/affinity,task/cgroup", 10, srun_argv, env, out, sizeof out);
     int conf = db_devices_from_conf("task/cgroup", "ConstrainDevices = yes\nCgroupPlugin = cgroup/v1\n");
     int cg = db_task_plugin_cgroup("task/affinity,task/cgroup");
     /* An answer each, whatever failed: async says yes or no, the hint is
      * made or refused (-1), the configuration and plugin list read. */
-    if ((async != 0 && async != 1) || (hint != 0 && hint != -1) || conf < DB_DEVICES_UNKNOWN ||
-        conf > DB_DEVICES_CONFINED || (cg != 0 && cg != 1)) {
-        snprintf(why, len, "async %d hint %d conf %d cgroup %d", async, hint, conf, cg);
+    if ((async != 0 && async != 1) || (all != 0 && all != 1) || (hint != 0 && hint != -1) ||
+        conf < DB_DEVICES_UNKNOWN || conf > DB_DEVICES_CONFINED || (cg != 0 && cg != 1)) {
+        snprintf(why, len, "async %d exports_all %d hint %d conf %d cgroup %d", async, all, hint, conf, cg);
         return BROKEN;
     }
     return DONE;
@@ -233,7 +234,7 @@ static const struct {
     {"db_node_plan_set_closest", c_closest, 1},
     {"db_set_record_mismatches", c_record, 1},
     {"db_layout_hints", c_layout, 1},
-    {"db_srun_async, db_srun_hint, db_devices_from_conf, db_task_plugin_cgroup", c_srun, 0},
+    {"db_srun_async, db_srun_exports_all, db_srun_hint, db_devices_from_conf, db_task_plugin_cgroup", c_srun, 0},
 };
 
 START_TEST(each_entry_point) {

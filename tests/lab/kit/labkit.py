@@ -39,6 +39,10 @@ SAN_PLUGIN = os.path.join(BUILD, "asan", "spank_dist_bind.so")
 CLI_FILTER = os.path.join(ROOT, "packaging", "cli_filter", "cli_filter.lua")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
+# srun's words to the nodes (db_core.h), which no task may keep, also under
+# their carried names (SLURM_ + the name, where srun's --export drops them).
+SRUN_WORDS = ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION")
+
 # The variables a task reports; see probe.sh.
 FIELDS = [
     "SLURM_PROCID", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_STEP_ID",
@@ -48,7 +52,7 @@ FIELDS = [
     "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS",
     "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION",
     "HOSTNAME_", "OPEN_", "ALLOC_",
-]
+] + ["SLURM_" + w for w in SRUN_WORDS[:4]] + ["SLURM_DIST_BIND_SECRET"]
 
 
 def skip(why):
@@ -734,7 +738,7 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
         want_master = master if master is not None else base[0]["SLURMD_NODENAME"]
         t.eq(f["MASTER_ADDR"], want_master, pre + "MASTER_ADDR is rank 0's host")
         t.eq(f["DIST_BIND_MODE"], mode, pre + "DIST_BIND_MODE")
-        for hint in ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION"):
+        for hint in SRUN_WORDS + tuple("SLURM_" + w for w in SRUN_WORDS) + ("SLURM_DIST_BIND_SECRET",):
             t.eq(f[hint], None, pre + "srun's %s is not left in the task" % hint)
         mine = own(r)
         if mine is None:  # no GPUs in this job

@@ -54,6 +54,16 @@ class Installed:
         return False
 
 
+def worker_results(stdout):
+    """The exchange worker's "OK rank=R key=value ..." lines as {rank: {key: value}}."""
+    out = {}
+    for line in stdout.splitlines():
+        f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
+        if line.startswith("OK ") and "rank" in f:
+            out[int(f["rank"])] = f
+    return out
+
+
 def check_rows(stdout):
     """dist-bind-check's table as {rank: {column: value}}."""
     rows, header = {}, None
