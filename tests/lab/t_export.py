@@ -14,6 +14,7 @@ DB_WORD_PREFIX), and:
   MASTER_ADDR, and no word of srun's left in any task;
 - the step's secret: every task holds srun's draw and its Apptainer twin;
 - libdistbind's TCP bootstrap under --export=<list>: every rank's exchange."""
+# lab-configs: plain cgroup
 # lab-releases: every (behaviour that differs by release: runs on 24.11 too)
 import os
 import re
