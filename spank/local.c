@@ -136,7 +136,7 @@ static int draw_secret(void) {
         }
     }
     for (i = 0; i < sizeof key; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
-    if (db_srun_pass(DB_SECRET_VAR, hex) != 0) {
+    if (db_srun_pass(DB_CARRIED(DB_SECRET_VAR), hex) != 0) {
         slurm_error(DB_PREFIX "cannot set %s in srun", DB_SECRET_VAR);
         goto out;
     }
@@ -187,7 +187,7 @@ static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *e
         return 0;
     }
     rc = -1;
-    if (db_srun_pass(DB_NODE_RANKS_HINT, h.node_ranks) != 0) {
+    if (db_srun_pass(DB_CARRIED(DB_NODE_RANKS_HINT), h.node_ranks) != 0) {
         slurm_error(DB_PREFIX "cannot set %s in srun", DB_NODE_RANKS_HINT);
         goto out;
     }
@@ -198,7 +198,7 @@ static int layout_hints(spank_t sp, const struct db_glue *g, const db_request *e
             slurm_error(DB_PREFIX "%s", err);
             goto out;
         }
-        if (db_srun_pass(DB_RANK0_HINT, value) != 0) {
+        if (db_srun_pass(DB_CARRIED(DB_RANK0_HINT), value) != 0) {
             slurm_error(DB_PREFIX "cannot set %s in srun", DB_RANK0_HINT);
             goto out;
         }
@@ -216,8 +216,8 @@ int db_local_user_init(spank_t sp, const struct db_glue *g) {
     eff = db_glue_effective(g);
     /* Never pass on a value from the user's or an enclosing task's
      * environment. */
-    db_srun_drop(DB_RANK0_HINT);
-    db_srun_drop(DB_NODE_RANKS_HINT);
+    db_srun_drop(DB_CARRIED(DB_RANK0_HINT));
+    db_srun_drop(DB_CARRIED(DB_NODE_RANKS_HINT));
     if (eff.mode == DB_MODE_OFF) return 0;
     return layout_hints(sp, g, &eff);
 }
@@ -247,7 +247,7 @@ int db_local_post_opt(const struct db_glue *g) {
 
     /* Never pass on a value from the user's or an enclosing task's
      * environment. */
-    db_srun_drop(DB_SRUN_VERSION_HINT);
+    db_srun_drop(DB_CARRIED(DB_SRUN_VERSION_HINT));
     unsetenv(DB_CARRIED(DB_SECRET_VAR)); /* DB_SECRET_VAR itself as before: draw_secret replaces it */
     if (db_glue_refused(g)) {
         db_srun_devices_hint(g, NULL); /* clears one from the environment */
@@ -265,7 +265,7 @@ int db_local_post_opt(const struct db_glue *g) {
     db_srun_words_route(&cl);
     /* The nodes name both versions where theirs differs and srun's word
      * is missing or not what they read. */
-    if (db_srun_pass(DB_SRUN_VERSION_HINT, DB_VERSION) != 0)
+    if (db_srun_pass(DB_CARRIED(DB_SRUN_VERSION_HINT), DB_VERSION) != 0)
         slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_SRUN_VERSION_HINT);
     rc = refuse_async(g, &eff, &cl);
     if (rc == 0) db_srun_devices_hint(g, &cl);

@@ -62,24 +62,12 @@ void db_srun_words_route(const struct db_cmdline *cl) {
     carry = !complete || !db_srun_exports_all(cl->argc, cl->argv, getenv("SLURM_EXPORT_ENV"));
 }
 
-/* DB_CARRIED(word) for a word known only at run time; NULL where too long. */
-static const char *carried(const char *word, char *buf, size_t len) {
-    int n = snprintf(buf, len, "%s%s", DB_WORD_PREFIX, word);
-    return n > 0 && (size_t)n < len ? buf : NULL;
+int db_srun_pass(const char *carried, const char *value) {
+    if (setenv(DB_PLAIN(carried), value, 1) != 0) return -1;
+    return carry && setenv(carried, value, 1) != 0 ? -1 : 0;
 }
 
-int db_srun_pass(const char *word, const char *value) {
-    char buf[64];
-    const char *name;
-    if (setenv(word, value, 1) != 0) return -1;
-    if (!carry) return 0;
-    name = carried(word, buf, sizeof buf);
-    return name && setenv(name, value, 1) == 0 ? 0 : -1;
-}
-
-void db_srun_drop(const char *word) {
-    char buf[64];
-    const char *name = carried(word, buf, sizeof buf);
-    unsetenv(word);
-    if (name) unsetenv(name);
+void db_srun_drop(const char *carried) {
+    unsetenv(DB_PLAIN(carried));
+    unsetenv(carried);
 }

@@ -22,11 +22,13 @@ void db_cmdline_free(struct db_cmdline *cl);
  * passes its whole environment; where it does not, or that cannot be
  * told, each word is also set under its carried name. */
 void db_srun_words_route(const struct db_cmdline *cl);
-/* One word into srun's environment: 0, or -1 where setenv failed. */
-int db_srun_pass(const char *word, const char *value);
+/* One word, named by its DB_CARRIED name, into srun's environment under
+ * its plain name (and the carried one where routed so): 0, or -1 where
+ * setenv failed. */
+int db_srun_pass(const char *carried, const char *value);
 /* Takes a word (both names) out of srun's environment: never pass on a
  * value from the user's or an enclosing task's environment. */
-void db_srun_drop(const char *word);
+void db_srun_drop(const char *carried);
 
 /* A message the user sees with --dist-bind=...,verbose (and otherwise
  * with srun -v). */

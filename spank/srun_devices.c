@@ -25,7 +25,7 @@ void db_srun_devices_hint(const struct db_glue *g, const struct db_cmdline *cl) 
 
     /* Never pass on a value from the user's or an enclosing task's
      * environment. */
-    db_srun_drop(DB_DEVICES_HINT);
+    db_srun_drop(DB_CARRIED(DB_DEVICES_HINT));
     if (db_glue_refused(g)) return; /* refused already */
     eff = db_glue_effective(g);
     if (eff.mode != DB_MODE_RANK && eff.mode != DB_MODE_CLOSEST && eff.mode != DB_MODE_ISOLATE) return;
@@ -36,6 +36,6 @@ void db_srun_devices_hint(const struct db_glue *g, const struct db_cmdline *cl) 
     if (db_srun_hint(plugins ? plugins : "", argc, argc ? cl->argv : NULL, (const char *const *)environ, hint,
                      sizeof hint) != 0)
         db_local_say(&eff, "srun's command line has too many components: %s not passed", DB_DEVICES_HINT);
-    else if (db_srun_pass(DB_DEVICES_HINT, hint) != 0)
+    else if (db_srun_pass(DB_CARRIED(DB_DEVICES_HINT), hint) != 0)
         slurm_verbose(DB_PREFIX "cannot set %s in srun", DB_DEVICES_HINT);
 }

@@ -78,6 +78,8 @@ typedef struct db_config {
  * both from every task (srun_words.cc). */
 #define DB_WORD_PREFIX "SLURM_"
 #define DB_CARRIED(word) DB_WORD_PREFIX word
+/* The plain name inside a carried one (a pointer into the same string). */
+#define DB_PLAIN(carried) ((carried) + sizeof DB_WORD_PREFIX - 1)
 
 /* srun (init_post_opt): does srun pass its whole environment to the step:
  * every component's --export (the last one given, else `export_env`,

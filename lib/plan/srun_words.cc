@@ -19,7 +19,7 @@ const char *const kSrunWordsGone[9] = {
 };
 
 SrunWord srun_word(const EnvIndex &env, const char *carried) {
-    const char *plain = carried + sizeof DB_WORD_PREFIX - 1;
+    const char *plain = DB_PLAIN(carried);
     if (const char *v = env.get(carried)) return {carried, v};
     if (const char *v = env.get(plain)) return {plain, v};
     return {};
