@@ -21,33 +21,26 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
-from labkit import PROBE, SRUN_WORDS, Lab, Test, check_mapping, parse_probe, unbound_own  # noqa: E402
+from labkit import CARRIED_WORDS, PROBE, SRUN_WORDS, Lab, Test, check_mapping, parse_probe, unbound_own  # noqa: E402
 from runtimekit import WORKER, need, worker_results  # noqa: E402
 
 need(WORKER)
 t = Test("export")
 ARB = "-n5 -m arbitrary -w node2,node1,node2,node1,node2 --gpus-per-node=4"
-CARRIED = tuple("SLURM_" + w for w in SRUN_WORDS) + ("SLURM_DIST_BIND_SECRET",)
 SHOW = "/usr/bin/env"
 
 
 def words(stdout):
     """The names of srun's words a task's environment holds."""
     names = {l.partition("=")[0] for l in stdout.splitlines()}
-    return sorted(n for n in names if n in SRUN_WORDS + CARRIED or n == "DIST_BIND_SECRET")
+    return sorted(n for n in names if n in SRUN_WORDS + CARRIED_WORDS or n == "DIST_BIND_SECRET")
 
 
 with Lab() as lab:
     print("-- what srun passes the step (the nodes without the plugin)")
     # srun reads a slurm.conf whose plugstack has the plugin; the nodes
     # read the lab's, emptied here.
-    client = os.path.join(lab.dir, "slurm-srun-only.conf")
-    with open(lab.env["SLURM_CONF"]) as f, open(client, "w") as g:
-        for line in f:
-            g.write("PlugStackConfig=%s\n" % os.path.join(lab.dir, "plugstack-srun-only.conf")
-                    if line.startswith("PlugStackConfig=") else line)
-    with open(os.path.join(lab.dir, "plugstack-srun-only.conf"), "w") as f:
-        f.write("required %s\n" % lab.plugin)
+    client = lab.client_conf("srun-only", "required %s\n" % lab.plugin)
     lab.plugstack(raw="")
     plain = ["DIST_BIND_SECRET", "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION"]
     carried = ["SLURM_DIST_BIND_SECRET", "SLURM_DIST_BIND_SRUN_DEVICES", "SLURM_DIST_BIND_SRUN_VERSION"]

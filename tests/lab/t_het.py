@@ -18,7 +18,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
 from labkit import PROBES, PROBE, Lab, Test, bound_own, check_mapping, parse_probe, slurm_at_least  # noqa: E402
 import labkit  # noqa: E402
-from runtimekit import WORKER, need  # noqa: E402
+from runtimekit import WORKER, need, worker_results as results  # noqa: E402
 
 need(WORKER)
 t = Test("het")
@@ -44,15 +44,6 @@ def table(lab, first, second, opt):
     if r.returncode != 0 or len(rows) != 5:
         print("srun %s : %s (%s) failed (rc %d):\n%s%s" % (first, second, opt, r.returncode, r.stdout, r.stderr))
     return rows
-
-
-def results(stdout, prefix):
-    out = {}
-    for line in stdout.splitlines():
-        if line.startswith(prefix):
-            f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
-            out[int(f["rank"])] = f
-    return out
 
 
 def pmix_het_in_salloc(lab, step, env, timeout=120, grace=15):

@@ -37,12 +37,7 @@ with Lab() as lab:
 
     print("-- srun without dist-bind, the nodes' default rank: Slurm's node order where it is right")
     # srun reads a slurm.conf whose plugstack is empty; the nodes keep theirs.
-    client = os.path.join(lab.dir, "slurm-noplugin.conf")
-    with open(os.path.join(lab.dir, "slurm.conf")) as f, open(client, "w") as g:
-        for line in f:
-            g.write("PlugStackConfig=%s\n" % os.path.join(lab.dir, "plugstack-empty.conf")
-                    if line.startswith("PlugStackConfig=") else line)
-    open(os.path.join(lab.dir, "plugstack-empty.conf"), "w").close()
+    client = lab.client_conf("empty", "")
     lab.plugstack("default=rank")
     plain = lab.run(["srun", "-N2", "-n5", PROBE], env={"SLURM_CONF": client})
     rows = parse_probe(plain.stdout)

@@ -42,6 +42,7 @@ LIBDIR = "/usr/lib/x86_64-linux-gnu"
 # srun's words to the nodes (db_core.h), which no task may keep, also under
 # their carried names (SLURM_ + the name, where srun's --export drops them).
 SRUN_WORDS = ("DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS", "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION")
+CARRIED_WORDS = tuple("SLURM_" + w for w in SRUN_WORDS) + ("SLURM_DIST_BIND_SECRET",)
 
 # The variables a task reports; see probe.sh.
 FIELDS = [
@@ -52,7 +53,7 @@ FIELDS = [
     "DIST_BIND_DEVICE", "DIST_BIND_GPUS", "DIST_BIND_MODE", "DIST_BIND_RANK0_ADDR", "DIST_BIND_NODE_RANKS",
     "DIST_BIND_SRUN_DEVICES", "DIST_BIND_SRUN_VERSION",
     "HOSTNAME_", "OPEN_", "ALLOC_",
-] + ["SLURM_" + w for w in SRUN_WORDS[:4]] + ["SLURM_DIST_BIND_SECRET"]
+] + list(CARRIED_WORDS)
 
 
 def skip(why):
@@ -309,13 +310,7 @@ class Lab:
         if self.node_plugin != self.plugin:
             # Client commands read a copy of slurm.conf naming a plugstack
             # with the client commands' plugin; slurmd and slurmstepd read the original.
-            client = os.path.join(self.dir, "slurm-client.conf")
-            with open(conf) as f, open(client, "w") as g:
-                for line in f:
-                    if line.startswith("PlugStackConfig="):
-                        line = "PlugStackConfig=%s\n" % os.path.join(self.dir, "plugstack-client.conf")
-                    g.write(line)
-            conf = client
+            conf = self._conf_naming("client")
         # Jobs' temporary files (torchrun's, the probes') go in the lab's
         # own tmp, which goes with the lab.
         self.env = dict(os.environ, SLURM_CONF=conf, TMPDIR=os.path.join(self.dir, "tmp"))
@@ -340,6 +335,25 @@ class Lab:
             subprocess.run([os.path.join(HERE, "lab.sh"), "down", self.dir])
             print("(lab down in %.1f s)" % (time.monotonic() - start))
         return False
+
+    def _conf_naming(self, name):
+        """DIR/slurm-NAME.conf: the lab's slurm.conf with PlugStackConfig
+        DIR/plugstack-NAME.conf (its path)."""
+        path = os.path.join(self.dir, "slurm-%s.conf" % name)
+        with open(os.path.join(self.dir, "slurm.conf")) as f, open(path, "w") as g:
+            for line in f:
+                if line.startswith("PlugStackConfig="):
+                    line = "PlugStackConfig=%s\n" % os.path.join(self.dir, "plugstack-%s.conf" % name)
+                g.write(line)
+        return path
+
+    def client_conf(self, name, plugstack):
+        """A slurm.conf for client commands only (pass it as SLURM_CONF):
+        its plugstack holds `plugstack`; slurmd and slurmstepd keep the
+        lab's.  Its path."""
+        with open(os.path.join(self.dir, "plugstack-%s.conf" % name), "w") as f:
+            f.write(plugstack)
+        return self._conf_naming(name)
 
     def plugstack(self, args="", kind="required", raw=None):
         """Rewrite plugstack.conf; srun and slurmstepd re-read it per job."""
@@ -738,7 +752,7 @@ def check_mapping(t, base, fixed, mode, own=None, master=None, share=False):
         want_master = master if master is not None else base[0]["SLURMD_NODENAME"]
         t.eq(f["MASTER_ADDR"], want_master, pre + "MASTER_ADDR is rank 0's host")
         t.eq(f["DIST_BIND_MODE"], mode, pre + "DIST_BIND_MODE")
-        for hint in SRUN_WORDS + tuple("SLURM_" + w for w in SRUN_WORDS) + ("SLURM_DIST_BIND_SECRET",):
+        for hint in SRUN_WORDS + CARRIED_WORDS:
             t.eq(f[hint], None, pre + "srun's %s is not left in the task" % hint)
         mine = own(r)
         if mine is None:  # no GPUs in this job

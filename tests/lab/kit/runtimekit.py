@@ -54,12 +54,13 @@ class Installed:
         return False
 
 
-def worker_results(stdout):
-    """The exchange worker's "OK rank=R key=value ..." lines as {rank: {key: value}}."""
+def worker_results(stdout, prefix="OK "):
+    """The workers' "PREFIX rank=R key=value ..." lines (the exchange
+    worker's "OK ...") as {rank: {key: value}}."""
     out = {}
     for line in stdout.splitlines():
         f = dict(kv.partition("=")[::2] for kv in line.split()[1:] if "=" in kv)
-        if line.startswith("OK ") and "rank" in f:
+        if line.startswith(prefix) and "rank" in f:
             out[int(f["rank"])] = f
     return out
 
