@@ -65,9 +65,36 @@ put("corpus", "plan", "node-ranks", plan(1 | 0x08, 7, 0, 4, 2, 8, 2, 1, 1,
                                          ["SLURM_STEP_NODELIST=gpu[01-04]", "SLURM_STEP_TASKS_PER_NODE=2(x4)",
                                           "DIST_BIND_NODE_RANKS=2-3,0-1", "DIST_BIND_RANK0_ADDR=gpu03"], []))
 put("corpus", "plan", "env-mode", plan(4 | 0x20, 9, 0, 1, 0, 2, 2, 0, 0, ["SLURM_STEP_NODELIST=n1"], []))
+# srun's words carried under SLURM_ names (srun --export=NONE), beside a
+# plain one they win over, and a task secret that is not srun's draw.
+put("corpus", "plan", "carried", plan(1 | 0x08, 7, 0, 4, 2, 8, 2, 1, 1,
+                                      ["SLURM_STEP_NODELIST=gpu[01-04]", "SLURM_STEP_TASKS_PER_NODE=2(x4)",
+                                       "SLURM_DIST_BIND_NODE_RANKS=2-3,0-1", "DIST_BIND_NODE_RANKS=0-3",
+                                       "SLURM_DIST_BIND_RANK0_ADDR=gpu03",
+                                       "SLURM_DIST_BIND_SRUN_DEVICES=cgroup,gpus-per-task=1",
+                                       "SLURM_DIST_BIND_SRUN_VERSION=0.2.0", "SLURM_DIST_BIND_SECRET=" + "ab" * 32,
+                                       "CUDA_VISIBLE_DEVICES=0,1", "SLURM_GPUS_PER_TASK=1"],
+                                      ["CUDA_VISIBLE_DEVICES=1", "DIST_BIND_SECRET=" + "cd" * 32]))
 put("repro", "plan", "tasks-per-node", plan(1, 12, 0, 2, 0, 5, 3, 1, 1,
                                                         ["SLURM_STEP_NODELIST=node[1-2]",
                                                          "SLURM_STEP_TASKS_PER_NODE=1(x16777215)"], []))
+
+# --- srun: a command line (TaskPlugin, options and program, environment) or a
+# layout (node count, tasks per node, rank shuffle) -------------------------
+def srun_line(plugins, args, env):
+    return b"\x00" + ("%s\n%s\n\n%s" % (plugins, "\n".join(args), "\n".join(env))).encode()
+
+
+put("corpus", "srun", "gpus-per-task", srun_line("task/affinity,task/cgroup", ["-N2", "-n5", "--gpus-per-task=2",
+                                                  "--dist-bind", "python3", "train.py"], ["SLURM_GPUS_PER_TASK=2"]))
+put("corpus", "srun", "het-export", srun_line("cgroup", ["--export=NONE", "--gres-flags=allow-task-sharing", "-n1",
+                                               "--tres-per-task=gres/gpu:1", "a", ":", "--export", "ALL,X=1",
+                                               "-n2", "--gpus-per-task=a100:1,v100:1", "b"],
+                                              ["SLURM_EXPORT_ENV=NONE"]))
+put("corpus", "srun", "async", srun_line("task/none", ["--exp=all", "--async", "--mpi", "pmix", "prog"], []))
+put("corpus", "srun", "layout-block", bytes([1, 3, 3, 3, 2]) + bytes(8))
+put("corpus", "srun", "layout-arbitrary", bytes([1, 4, 2, 1, 2, 3]) + bytes([5, 1, 7, 2, 3, 0, 4, 1]))
+put("corpus", "srun", "layout-twice", bytes([3, 2, 2, 2]))
 
 # --- closest: choice (machine, tasks, GPUs per task, CPUs per task, cores,
 # distribution, GPUs) or the cache path (template, node name, host name) --------
