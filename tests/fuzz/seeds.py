@@ -92,9 +92,17 @@ put("corpus", "srun", "het-export", srun_line("cgroup", ["--export=NONE", "--gre
                                                "-n2", "--gpus-per-task=a100:1,v100:1", "b"],
                                               ["SLURM_EXPORT_ENV=NONE"]))
 put("corpus", "srun", "async", srun_line("task/none", ["--exp=all", "--async", "--mpi", "pmix", "prog"], []))
-put("corpus", "srun", "layout-block", bytes([1, 3, 3, 3, 2]) + bytes(8))
-put("corpus", "srun", "layout-arbitrary", bytes([1, 4, 2, 1, 2, 3]) + bytes([5, 1, 7, 2, 3, 0, 4, 1]))
-put("corpus", "srun", "layout-twice", bytes([3, 2, 2, 2]))
+def srun_layout(tasks, swaps, twice=False):
+    """Tasks per node; then, for i = all tasks down to 2, the place below
+    i that rank i-1 swaps with (i-1 itself: no swap)."""
+    return bytes([3 if twice else 1, len(tasks) - 1] + tasks + swaps)
+
+
+put("corpus", "srun", "layout-block", srun_layout([3, 3, 2], [7, 6, 5, 4, 3, 2, 1]))
+# Node ranks "1-2,0,3-4": rank 0 on the middle node, ranges on both sides.
+put("corpus", "srun", "layout-arbitrary", srun_layout([2, 1, 2, 3, 1], [8, 3, 4, 5, 8, 4, 5, 5]))
+put("corpus", "srun", "layout-twice", srun_layout([2, 2], [3, 2, 1], twice=True))
+put("corpus", "srun", "layout-empty-node", srun_layout([2, 0, 1], [2, 1]))
 
 # --- closest: choice (machine, tasks, GPUs per task, CPUs per task, cores,
 # distribution, GPUs) or the cache path (template, node name, host name) --------
