@@ -1,10 +1,11 @@
 // The node and task plans (lib/plan/plan_node.cc, plan_task.cc, node_env.cc) on any step
 // environment: a plan or one message, never a crash; and what a plan writes is sane.
-// Input: mode byte, then SPANK items, then "NAME=VALUE" lines (the node's
-// environment, then after an empty line the task's additions, which come
-// over the node's writes as Slurm's and a plugin's would); a node line
-// "@WORD" is a word of the program's argv instead (S_JOB_ARGV: torchrun's
-// flags).
+// Input: a flags byte (the mode in its low three bits; 0x08 verbose, 0x10
+// share, 0x20 a port, 0x80 plugstack arguments), then SPANK items, then
+// "NAME=VALUE" lines (the node's environment, then after an empty line the
+// task's additions, which come over the node's writes as Slurm's and a
+// plugin's would); a node line "@WORD" is a word of the program's argv
+// instead (S_JOB_ARGV: torchrun's flags).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -31,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[DB_ERRLEN] = "";
     const char *argv[] = {"ports=20000-20009", "master_addr=suffix:-ib"};
     db_config_parse((flags & 0x80) ? 2 : 0, argv, &cfg, err, sizeof err);
-    db_request eff = {DB_MODE_OFF + (flags % 5), (flags >> 3) & 1, (flags >> 4) & 1, (flags & 0x20) ? 29500u : 0u};
+    db_request eff = {DB_MODE_OFF + (flags & 0x07) % 5, (flags >> 3) & 1, (flags >> 4) & 1,
+                      (flags & 0x20) ? 29500u : 0u};
     db_node_input node;
     std::memset(&node, 0, sizeof node);
     node.job_id = in.u32();
